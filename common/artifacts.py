@@ -1,0 +1,117 @@
+"""Run IDs, the artifacts layout, atomic writes, and `--model` resolution.
+
+Layout under an artifacts root (local or `gs://`), keyed by timestamp IDs:
+    model/<ID>/       final model (embedding SavedModel, config.json, ...)
+    log/<ID>/         TensorBoard logs
+    ckpt/<ID>/        training checkpoints
+    test/             evaluation results (sts_<name>.json, ...)
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+import uuid
+from typing import Any, Callable, Dict, Optional
+
+import tensorflow as tf
+
+RUN_ID_FORMAT = "%Y%m%d-%H%M%S"
+RUN_ID_PATTERN = re.compile(r"^\d{8}-\d{6}$")
+_RESERVATION_DIR = "ids"
+
+
+def join(*parts: str) -> str:
+    """Joins path parts with "/" (works for local paths and `gs://` URLs)."""
+    return "/".join([parts[0].rstrip("/")] + [p.strip("/") for p in parts[1:]])
+
+
+def model_dir(artifacts_dir: str, run_id: str) -> str:
+    return join(artifacts_dir, "model", run_id)
+
+
+def log_dir(artifacts_dir: str, run_id: str) -> str:
+    return join(artifacts_dir, "log", run_id)
+
+
+def checkpoint_dir(artifacts_dir: str, run_id: str) -> str:
+    return join(artifacts_dir, "ckpt", run_id)
+
+
+def test_dir(artifacts_dir: str) -> str:
+    return join(artifacts_dir, "test")
+
+
+def _id_taken(artifacts_dir: str, run_id: str) -> bool:
+    return any(tf.io.gfile.exists(join(artifacts_dir, sub, run_id)) for sub in ("model", "log", "ckpt"))
+
+
+def new_run_id(artifacts_dir: str, now: Optional[datetime.datetime] = None, max_tries: int = 3600) -> str:
+    """Reserves a fresh `YYYYMMDD-HHMMSS` ID under `artifacts_dir`.
+
+    The reservation is an atomic `mkdir` of `<artifacts_dir>/ids/<ID>` (locally),
+    so two runs started in the same second get distinct IDs: the later one takes
+    the next free second. An ID used by any existing model, log or checkpoint is
+    never handed out again.
+
+    Args:
+        artifacts_dir: str. Artifacts root.
+        now: datetime. Start time; defaults to the current local time.
+        max_tries: int. Seconds to advance before giving up.
+
+    Returns:
+        The reserved ID.
+    """
+    now = now or datetime.datetime.now()
+    reservations = join(artifacts_dir, _RESERVATION_DIR)
+    tf.io.gfile.makedirs(reservations)
+    for offset in range(max_tries):
+        run_id = (now + datetime.timedelta(seconds=offset)).strftime(RUN_ID_FORMAT)
+        if _id_taken(artifacts_dir, run_id):
+            continue
+        path = join(reservations, run_id)
+        if "://" in path:
+            # Object stores have no atomic mkdir; the existence check above is the best we can do.
+            if tf.io.gfile.exists(path):
+                continue
+            tf.io.gfile.makedirs(path)
+            return run_id
+        try:
+            os.mkdir(path)
+            return run_id
+        except FileExistsError:
+            continue
+    raise RuntimeError(f"No free run ID in {artifacts_dir} within {max_tries} s of {now}.")
+
+
+def write_atomically(final_dir: str, write: Callable[[str], None]) -> str:
+    """Calls `write(tmp_dir)` and renames the result to `final_dir`.
+
+    A crash leaves only a `.tmp-*` sibling, never a half-written `final_dir`.
+
+    Raises:
+        FileExistsError: if `final_dir` exists (artifacts are never overwritten).
+    """
+    if tf.io.gfile.exists(final_dir):
+        raise FileExistsError(f"Refusing to overwrite {final_dir}")
+    parent, name = final_dir.rstrip("/").rsplit("/", 1) if "/" in final_dir else (".", final_dir)
+    tf.io.gfile.makedirs(parent)
+    tmp = join(parent, f".tmp-{name}-{uuid.uuid4().hex[:8]}")
+    try:
+        write(tmp)
+        tf.io.gfile.rename(tmp, final_dir, overwrite=False)
+    except BaseException:
+        if tf.io.gfile.exists(tmp):
+            tf.io.gfile.rmtree(tmp)
+        raise
+    return final_dir
+
+
+def write_json(path: str, obj: Dict[str, Any]) -> None:
+    """Writes JSON through a temporary file and a rename."""
+    tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
+    with tf.io.gfile.GFile(tmp, "w") as f:
+        f.write(json.dumps(obj, indent=2, sort_keys=False) + "\n")
+    tf.io.gfile.rename(tmp, path, overwrite=True)

@@ -1,0 +1,58 @@
+"""A NumPy BERT forward pass straight from HF safetensors, the reference for tests."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+from safetensors.numpy import load_file
+
+_erf = np.vectorize(math.erf)
+
+
+def _layer_norm(x, gamma, beta, eps):
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+def _gelu(x, act):
+    if act == "gelu":
+        return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def bert_mean_pooled(model_dir: str, token_ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Masked-mean-pooled last hidden states, in float64, for padded int batches."""
+    cfg = json.load(open(f"{model_dir}/config.json"))
+    t = {k.removeprefix("bert."): v.astype(np.float64) for k, v in load_file(f"{model_dir}/model.safetensors").items()}
+    eps, heads = cfg.get("layer_norm_eps", 1e-12), cfg["num_attention_heads"]
+    b, n = token_ids.shape
+    x = t["embeddings.word_embeddings.weight"][token_ids]
+    x = x + t["embeddings.position_embeddings.weight"][:n][None]
+    x = x + t["embeddings.token_type_embeddings.weight"][np.zeros_like(token_ids)]
+    x = _layer_norm(x, t["embeddings.LayerNorm.weight"], t["embeddings.LayerNorm.bias"], eps)
+    hd = x.shape[-1] // heads
+    neg = (1.0 - mask[:, None, None, :]) * -1e9
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"encoder.layer.{i}."
+
+        def lin(h, name):
+            return h @ t[p + name + ".weight"].T + t[p + name + ".bias"]
+
+        def split(h):
+            return h.reshape(b, n, heads, hd).transpose(0, 2, 1, 3)
+
+        q, k, v = (split(lin(x, f"attention.self.{m}")) for m in ("query", "key", "value"))
+        scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(hd) + neg
+        scores = np.exp(scores - scores.max(-1, keepdims=True))
+        probs = scores / scores.sum(-1, keepdims=True)
+        ctx = (probs @ v).transpose(0, 2, 1, 3).reshape(b, n, -1)
+        x = _layer_norm(x + lin(ctx, "attention.output.dense"),
+                        t[p + "attention.output.LayerNorm.weight"], t[p + "attention.output.LayerNorm.bias"], eps)
+        h = _gelu(lin(x, "intermediate.dense"), cfg.get("hidden_act", "gelu"))
+        x = _layer_norm(x + lin(h, "output.dense"),
+                        t[p + "output.LayerNorm.weight"], t[p + "output.LayerNorm.bias"], eps)
+    m = mask[:, :, None].astype(np.float64)
+    return (x * m).sum(1) / m.sum(1)
