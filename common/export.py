@@ -8,8 +8,12 @@ weights are stored once (Keras' ExportArchive stores MiniLM's twice: 176 MB vs 9
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any, Dict, Optional
+
 import tensorflow as tf
 
+from common import artifacts
 from common.encoder import SentenceEncoder
 
 SERVING_INPUT = "sentences"
@@ -28,7 +32,7 @@ def export_encoder(encoder: SentenceEncoder, path: str) -> None:
     root = tf.Module()
     # The encoder is captured by the closure below, not tracked as an attribute:
     # tracking the Keras object would store every weight a second time.
-    root.encoder_variables = [v.value for v in encoder.weights]
+    root.encoder_variables = [v.value for v in encoder.variables]
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=SERVING_INPUT)])
     def serve(sentences):
@@ -41,3 +45,41 @@ def export_encoder(encoder: SentenceEncoder, path: str) -> None:
     root.serve = serve
     root.__call__ = call
     tf.saved_model.save(root, path, signatures={"serving_default": serve})
+
+
+def package_versions() -> Dict[str, str]:
+    """Versions of the packages that determine a model's numbers."""
+    from importlib import metadata
+
+    versions = {}
+    for name in ("tensorflow", "tensorflow-text", "keras", "keras-hub", "tensorflow-hub", "numpy"):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def save_encoder_artifact(encoder: SentenceEncoder, final_dir: str,
+                          config: Optional[Dict[str, Any]] = None) -> str:
+    """Writes `final_dir/embedding/` (SavedModel) and `final_dir/config.json`
+    into a temporary directory that is renamed to `final_dir` at the end.
+
+    Args:
+        encoder: SentenceEncoder.
+        final_dir: str. Usually `artifacts/model/<ID>`; must not exist.
+        config: dict. Run configuration to record (flags, data fingerprint, ...).
+
+    Returns:
+        `final_dir`.
+    """
+
+    def write(tmp: str) -> None:
+        export_encoder(encoder, artifacts.join(tmp, "embedding"))
+        artifacts.write_json(artifacts.join(tmp, "config.json"), {
+            "encoder": dataclasses.asdict(encoder.encoder_config),
+            "packages": package_versions(),
+            **(config or {}),
+        })
+
+    return artifacts.write_atomically(final_dir, write)

@@ -62,6 +62,9 @@ def _embedding_saved_model(path: str):
     def embed_fn(sentences):
         return signature(**{SERVING_INPUT: sentences})[SERVING_OUTPUT]
 
+    # The signature reads variables owned by `loaded`; keep it alive with the function.
+    embed_fn.saved_model = loaded
+
     return embed_fn, loaded
 
 
@@ -69,6 +72,39 @@ def _encoder_embedder(name: str, source: str, config: EncoderConfig) -> Embedder
     encoder = build_encoder(config)
     fn = tf.function(encoder.embed_strings, input_signature=[tf.TensorSpec([None], tf.string)])
     return Embedder(name, source, fn)
+
+
+def model_path(model: str, artifacts_dir: str = "artifacts", model_location: str = "local",
+               gcs_bucket: Optional[str] = None) -> Optional[str]:
+    """The directory a `--model` value names, or None for an encoder spec.
+
+    A run ID maps to `<artifacts_dir>/model/<ID>` (which must exist) or, with
+    `model_location="gcs"`, to `gs://<gcs_bucket>/model/<ID>` as the original
+    code did; a `gs://` URL or an existing local path is returned as is.
+
+    Raises:
+        ValueError: for an unknown location, an empty model or a missing bucket.
+        FileNotFoundError: for a local run ID that does not exist.
+    """
+    if model_location not in MODEL_LOCATIONS:
+        raise ValueError(f"--model_location must be one of {MODEL_LOCATIONS}, got {model_location!r}.")
+    if not model:
+        raise ValueError("--model is empty; give a run ID, a path or an encoder spec.")
+    if artifacts.RUN_ID_PATTERN.match(model):
+        if model_location == "gcs":
+            if not gcs_bucket:
+                raise ValueError("--model_location=gcs needs --gcs_bucket.")
+            return f"gs://{gcs_bucket.removeprefix('gs://').strip('/')}/model/{model}"
+        path = artifacts.model_dir(artifacts_dir, model)
+        if not tf.io.gfile.exists(path):
+            root = artifacts.join(artifacts_dir, "model")
+            known = sorted(d.rstrip("/") for d in tf.io.gfile.listdir(root)) if tf.io.gfile.exists(root) else []
+            known = [k for k in known if artifacts.RUN_ID_PATTERN.match(k)]
+            raise FileNotFoundError(f"No model with ID {model} in {root}; IDs there: {known[-10:] or 'none'}.")
+        return path
+    if model.startswith("gs://") or os.path.exists(model):
+        return model
+    return None
 
 
 def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: str = "local",
@@ -91,31 +127,13 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
         ValueError: for an unknown form, listing the valid ones.
         FileNotFoundError: for a run ID or path that does not exist.
     """
-    if model_location not in MODEL_LOCATIONS:
-        raise ValueError(f"--model_location must be one of {MODEL_LOCATIONS}, got {model_location!r}.")
-    if not model:
-        raise ValueError("--model is empty; give a run ID, a path or an encoder spec.")
-    name = model
-    if artifacts.RUN_ID_PATTERN.match(model):
-        if model_location == "gcs":
-            if not gcs_bucket:
-                raise ValueError("--model_location=gcs needs --gcs_bucket.")
-            path = f"gs://{gcs_bucket.removeprefix('gs://').rstrip('/')}/model/{model}"
-        else:
-            path = artifacts.model_dir(artifacts_dir, model)
-            if not tf.io.gfile.exists(path):
-                root = artifacts.join(artifacts_dir, "model")
-                known = sorted(d.rstrip("/") for d in tf.io.gfile.listdir(root)) if tf.io.gfile.exists(root) else []
-                known = [k for k in known if artifacts.RUN_ID_PATTERN.match(k)]
-                raise FileNotFoundError(
-                    f"No model with ID {model} in {root}; IDs there: {known[-10:] or 'none'}."
-                )
-    elif model.startswith("gs://") or os.path.exists(model):
-        path = model
-        name = safe_name(os.path.basename(model.rstrip("/")))
-    else:
-        path = None
+    path = model_path(model, artifacts_dir, model_location, gcs_bucket)
+    if path is None:
         name = safe_name(model)
+    elif artifacts.RUN_ID_PATTERN.match(model):
+        name = model
+    else:
+        name = safe_name(os.path.basename(model.rstrip("/")))
     if path is not None:
         candidates = [artifacts.join(path, EMBEDDING_SUBDIR), path]
         for candidate in candidates:

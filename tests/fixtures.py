@@ -40,3 +40,72 @@ def write_sts_root(root: str) -> str:
         f.write("pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n")
         f.writelines(f"{i}\t{a}\t{b}\t{float(s) + 0.1:.1f}\tNEUTRAL\n" for i, (a, b, s) in enumerate(PAIRS))
     return root
+
+
+def write_hf_bert_dir(path: str, vocab_path: str, hidden_act: str = "gelu", seed: int = 0) -> str:
+    """A tiny random BERT in Hugging Face's format (config.json, model.safetensors, vocab.txt)."""
+    import json
+    import shutil
+
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    os.makedirs(path, exist_ok=True)
+    shutil.copy(vocab_path, os.path.join(path, "vocab.txt"))
+    with open(vocab_path, encoding="utf-8") as f:
+        vocab_size = sum(1 for _ in f)
+    h, inter, layers = 32, 64, 2
+    cfg = {"model_type": "bert", "vocab_size": vocab_size, "hidden_size": h, "num_hidden_layers": layers,
+           "num_attention_heads": 4, "intermediate_size": inter, "hidden_act": hidden_act,
+           "max_position_embeddings": 64, "type_vocab_size": 2, "layer_norm_eps": 1e-12}
+    with open(os.path.join(path, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    rng = np.random.default_rng(seed)
+
+    def r(*shape, scale=0.2):
+        return (rng.normal(size=shape) * scale).astype(np.float32)
+
+    t = {"embeddings.word_embeddings.weight": r(vocab_size, h), "embeddings.position_embeddings.weight": r(64, h),
+         "embeddings.token_type_embeddings.weight": r(2, h),
+         "embeddings.LayerNorm.weight": 1 + r(h), "embeddings.LayerNorm.bias": r(h),
+         "pooler.dense.weight": r(h, h), "pooler.dense.bias": r(h)}
+    for i in range(layers):
+        p = f"encoder.layer.{i}."
+        for m in ("query", "key", "value"):
+            t[p + f"attention.self.{m}.weight"], t[p + f"attention.self.{m}.bias"] = r(h, h), r(h)
+        t[p + "attention.output.dense.weight"], t[p + "attention.output.dense.bias"] = r(h, h), r(h)
+        t[p + "attention.output.LayerNorm.weight"], t[p + "attention.output.LayerNorm.bias"] = 1 + r(h), r(h)
+        t[p + "intermediate.dense.weight"], t[p + "intermediate.dense.bias"] = r(inter, h), r(inter)
+        t[p + "output.dense.weight"], t[p + "output.dense.bias"] = r(h, inter), r(h)
+        t[p + "output.LayerNorm.weight"], t[p + "output.LayerNorm.bias"] = 1 + r(h), r(h)
+    save_file({"bert." + k: v for k, v in t.items()}, os.path.join(path, "model.safetensors"))
+    return path
+
+
+def write_tfhub_bert(path: str, backbone, vocab_path: str) -> str:
+    """Saves a Keras BertBackbone as a TF-Hub-format BERT encoder SavedModel:
+    `__call__({"input_word_ids", "input_mask", "input_type_ids"}, training)` ->
+    {"sequence_output", "pooled_output"}, with `vocab_file`, `do_lower_case`,
+    `variables` and `trainable_variables` like the published TF Hub BERTs."""
+    import tensorflow as tf
+    from tensorflow.python.trackable.autotrackable import AutoTrackable
+
+    root = AutoTrackable()
+    root.variables = [v.value for v in backbone.variables]  # incl. dropout seed states
+    root.trainable_variables = [v.value for v in backbone.trainable_weights]
+    root.vocab_file = tf.saved_model.Asset(vocab_path)
+    root.do_lower_case = tf.Variable(True, trainable=False)
+
+    @tf.function
+    def call(inputs, training=False):
+        out = backbone({"token_ids": inputs["input_word_ids"], "padding_mask": inputs["input_mask"],
+                        "segment_ids": inputs["input_type_ids"]}, training=training)
+        return {"sequence_output": out["sequence_output"], "pooled_output": out["pooled_output"],
+                "default": out["pooled_output"]}
+
+    spec = {k: tf.TensorSpec([None, None], tf.int32, name=k) for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    for training in (False, True):
+        call.get_concrete_function(spec, training=training)
+    root.__call__ = call
+    tf.saved_model.save(root, path)
+    return path
