@@ -161,6 +161,10 @@ class SentenceEncoder(keras.Model):
             raise ValueError(f"Unknown pooling {pooling!r}; expected one of {POOLING_MODES}.")
         self.tokenizer = tokenizer
         self.backbone = backbone
+        if isinstance(backbone, bert_lib.BertBackbone):
+            # Sentence embeddings pool the token outputs; BERT's NSP pooler gets no
+            # gradient, so it is frozen rather than silently left out of every update.
+            backbone.pooled_dense.trainable = False
         self.pooling = pooling
         self.normalize = normalize
         self.encoder_config = config

@@ -9,7 +9,7 @@ weights are stored once (Keras' ExportArchive stores MiniLM's twice: 176 MB vs 9
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import tensorflow as tf
 
@@ -83,3 +83,26 @@ def save_encoder_artifact(encoder: SentenceEncoder, final_dir: str,
         })
 
     return artifacts.write_atomically(final_dir, write)
+
+
+def export_pair_model(model, path: str, outputs: Tuple[str, ...] = ("logits", "cos_sim", "angular_sim")) -> None:
+    """Writes a sentence-pair SavedModel: (sentence1, sentence2) string batches -> `outputs`.
+
+    Args:
+        model: keras.Model taking {"premise": strings, "hypothesis": strings}.
+        path: str. Directory that must not exist.
+        outputs: tuple of str. Keys of the model's output dict to serve.
+    """
+    if tf.io.gfile.exists(path):
+        raise FileExistsError(f"Refusing to overwrite an existing SavedModel: {path}")
+    root = tf.Module()
+    root.model_variables = [v.value for v in model.variables]
+    spec = [tf.TensorSpec([None], tf.string, name="sentence1"), tf.TensorSpec([None], tf.string, name="sentence2")]
+
+    @tf.function(input_signature=spec)
+    def serve(sentence1, sentence2):
+        out = model({"premise": sentence1, "hypothesis": sentence2}, training=False)
+        return {k: out[k] for k in outputs}
+
+    root.serve = serve
+    tf.saved_model.save(root, path, signatures={"serving_default": serve})

@@ -11,12 +11,17 @@ def define_data_flags() -> None:
     flags.DEFINE_string("data_path", "data", "Data root in SentEval's layout (<root>/downstream/STS/...).")
 
 
+def define_artifact_flags() -> None:
+    flags.DEFINE_string("artifacts_dir", "artifacts", "Root of model/, log/, ckpt/ and test/.")
+
+
 def define_model_flags(default_model: str = "minilm") -> None:
+    """--model and where to find it, for evaluation scripts."""
     flags.DEFINE_string(
         "model", default_model,
         "Run ID under --artifacts_dir/model, a local or gs:// path, or an encoder spec "
         "(minilm, small, base, a TF Hub URL, a Hugging Face BERT directory).")
-    flags.DEFINE_string("artifacts_dir", "artifacts", "Root of model/, log/, ckpt/ and test/.")
+    define_artifact_flags()
     flags.DEFINE_enum("model_location", "local", MODEL_LOCATIONS,
                       "Where run IDs live: local (--artifacts_dir) or gcs (gs://<--gcs_bucket>/model/<ID>).")
     flags.DEFINE_string("gcs_bucket", None, "Bucket for --model_location=gcs.")

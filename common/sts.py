@@ -209,3 +209,13 @@ def format_txt(results: Dict[str, object]) -> str:
     lines.append(f"sickr={results['sickr']['test'] / 100:.6f}")
     lines.append(f"avg={results['avg'] / 100:.6f}")
     return "\n".join(lines) + "\n"
+
+
+def stsb_dev_spearman(embed: Callable[[Sequence[str]], np.ndarray], data_path: str) -> float:
+    """Spearman x100 of cosine similarity on STS-B dev: the validation number used during training."""
+    pairs = load_stsb(data_path, "dev")
+    unique = sorted(set(pairs.sentences1) | set(pairs.sentences2))
+    vectors = embed(unique)
+    index = {s: i for i, s in enumerate(unique)}
+    pred = cosine_scores(vectors[[index[s] for s in pairs.sentences1]], vectors[[index[s] for s in pairs.sentences2]])
+    return spearman100(pred, pairs.scores)

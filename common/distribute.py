@@ -1,0 +1,64 @@
+"""Distribution strategies and cross-replica helpers shared by every method."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Optional
+
+import tensorflow as tf
+from absl import logging
+
+STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
+
+
+def make_strategy(name: str = "auto", tpu: Optional[str] = None) -> tf.distribute.Strategy:
+    """Builds a tf.distribute strategy.
+
+    Args:
+        name: str. "auto" (MultiWorkerMirrored when TF_CONFIG names a cluster,
+            Mirrored with more than one GPU, else one device), "one_device",
+            "mirrored", "multi_worker" (from TF_CONFIG) or "tpu".
+        tpu: str. TPU name or grpc address for "tpu" ("" or "local" for a TPU VM).
+    """
+    if name not in STRATEGIES:
+        raise ValueError(f"Unknown strategy {name!r}; expected one of {STRATEGIES}.")
+    if name == "auto":
+        if json.loads(os.environ.get("TF_CONFIG", "{}")).get("cluster"):
+            name = "multi_worker"
+        elif len(tf.config.list_logical_devices("GPU")) > 1:
+            name = "mirrored"
+        else:
+            name = "one_device"
+    if name == "one_device":
+        gpus = tf.config.list_logical_devices("GPU")
+        return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
+    if name == "mirrored":
+        return tf.distribute.MirroredStrategy()
+    if name == "multi_worker":
+        if not os.environ.get("TF_CONFIG"):
+            raise ValueError("--strategy=multi_worker needs TF_CONFIG describing the cluster and this task.")
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    logging.info("TPU devices: %s", tf.config.list_logical_devices("TPU"))
+    return tf.distribute.TPUStrategy(resolver)
+
+
+def is_chief(strategy: tf.distribute.Strategy) -> bool:
+    """True for the task that writes artifacts (always true outside multi-worker)."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return True
+    task_type, task_id = resolver.task_type, resolver.task_id
+    return task_type is None or task_type == "chief" or (task_type == "worker" and task_id == 0
+                                                         and "chief" not in resolver.cluster_spec().as_dict())
+
+
+def replica_sum(x: tf.Tensor) -> tf.Tensor:
+    """Sums `x` over the replicas of the current step (identity on one replica)."""
+    ctx = tf.distribute.get_replica_context()
+    if ctx is None or ctx.num_replicas_in_sync == 1:
+        return x
+    return ctx.all_reduce(tf.distribute.ReduceOp.SUM, x)

@@ -1,0 +1,99 @@
+"""Positive-unlabelled training data from NLI pairs.
+
+`pu_split` keeps a stratified, seeded fraction of the labels; `pu_batches`
+mixes the labelled class streams and the unlabelled stream into training
+batches the way the original code did (class weights prior/K, unlabelled 1-prior),
+or with a labelled share of the batch set independently of the prior.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from common.nli import NliPairs
+from pause_tf.losses import UNLABELED
+
+
+def pu_split(labels: np.ndarray, percent: float, seed: int) -> np.ndarray:
+    """Keeps `percent` % of the labels of every class; the rest become -1.
+
+    Stratified: each class keeps round(percent/100 * its size) labels (at least
+    one when the class is not empty), chosen by a seeded permutation, so the
+    split is deterministic for a seed and the class proportions are preserved.
+
+    Args:
+        labels: np.ndarray. [n] class ids >= 0.
+        percent: float. 0 < percent <= 100 (the original's `--pos_sample_prec`).
+        seed: int.
+
+    Returns:
+        [n] int32 array of class ids and -1 (unlabelled).
+    """
+    if not 0 < percent <= 100:
+        raise ValueError(f"pos_sample_prec must be in (0, 100], got {percent}.")
+    labels = np.asarray(labels, np.int32)
+    if (labels < 0).any():
+        raise ValueError("pu_split expects gold labels >= 0.")
+    rng = np.random.default_rng(seed)
+    out = np.full_like(labels, UNLABELED)
+    for c in np.unique(labels):
+        idx = np.flatnonzero(labels == c)
+        keep = max(1, int(round(len(idx) * percent / 100.0)))
+        chosen = rng.permutation(idx)[:keep]
+        out[chosen] = c
+    return out
+
+
+def stream_weights(num_classes: int, prior: float, labeled_batch_fraction: Optional[float],
+                   has_class: Sequence[bool], has_unlabeled: bool) -> List[float]:
+    """Sampling weights of the K class streams and the unlabelled stream.
+
+    The original weights each class stream prior/K and the unlabelled stream
+    1-prior, so about `prior` of every batch is labelled whatever the label
+    percentage. `labeled_batch_fraction` sets that share independently. Empty
+    streams get weight 0 and the others are renormalised.
+    """
+    share = prior if labeled_batch_fraction is None else labeled_batch_fraction
+    if not 0 < share <= 1:
+        raise ValueError(f"The labelled share of a batch must be in (0, 1], got {share}.")
+    weights = [share / num_classes if present else 0.0 for present in has_class]
+    weights.append(1.0 - share if has_unlabeled else 0.0)
+    total = sum(weights)
+    if total <= 0:
+        raise ValueError("No data to sample from: every stream is empty.")
+    return [w / total for w in weights]
+
+
+def pu_batches(pairs: NliPairs, pu_labels: np.ndarray, batch_size: int, prior: float, seed: int,
+               num_classes: int, labeled_batch_fraction: Optional[float] = None,
+               shuffle_buffer: int = 200_000) -> tf.data.Dataset:
+    """An endless, seeded stream of batches of (premises, hypotheses, labels).
+
+    Each class's labelled pairs and the unlabelled pairs form separate shuffled,
+    repeated streams that are sampled with `stream_weights`. Batches have a
+    fixed size (the remainder is never produced since the streams are endless).
+
+    Returns:
+        Dataset of (tf.string [batch], tf.string [batch], int32 [batch]).
+    """
+    pu_labels = np.asarray(pu_labels, np.int32)
+    premises = np.asarray(pairs.premises, dtype=object)
+    hypotheses = np.asarray(pairs.hypotheses, dtype=object)
+    groups = [np.flatnonzero(pu_labels == c) for c in range(num_classes)]
+    groups.append(np.flatnonzero(pu_labels == UNLABELED))
+    weights = stream_weights(num_classes, prior, labeled_batch_fraction,
+                             [len(g) > 0 for g in groups[:-1]], len(groups[-1]) > 0)
+    streams, kept = [], []
+    for i, (idx, w) in enumerate(zip(groups, weights)):
+        if w == 0:
+            continue
+        ds = tf.data.Dataset.from_tensor_slices(
+            (premises[idx].astype(str), hypotheses[idx].astype(str), pu_labels[idx]))
+        ds = ds.shuffle(min(shuffle_buffer, len(idx)), seed=seed + i, reshuffle_each_iteration=True).repeat()
+        streams.append(ds)
+        kept.append(w)
+    mixed = tf.data.Dataset.sample_from_datasets(streams, weights=kept, seed=seed)
+    return mixed.batch(batch_size, drop_remainder=True)
