@@ -133,6 +133,10 @@ class BertBackbone(keras.Model):
             )
             for i in range(config.num_layers)
         ]
+        # tf.train.Checkpoint does not see layers inside a Keras-tracked list:
+        # give each one an attribute so weight checkpoints hold every layer.
+        for i, layer in enumerate(self.transformer_layers):
+            setattr(self, f"transformer_layer_{i}", layer)
         self.pooled_dense = keras.layers.Dense(
             config.hidden_size, activation="tanh", kernel_initializer=init, name="pooled_dense"
         )

@@ -97,7 +97,7 @@ def _learning_rate(optimizer) -> float:
 def run_training(model: keras.Model, make_dataset: Callable[[int], tf.data.Dataset],
                  strategy: tf.distribute.Strategy, loop: LoopConfig, paths: RunPaths, chief: bool = True,
                  on_epoch_end: Optional[Callable[[int, int], Dict[str, float]]] = None,
-                 after_step: Optional[Callable[[int], None]] = None) -> Dict[str, float]:
+                 after_step: Optional[Callable[[int, keras.Model], None]] = None) -> Dict[str, float]:
     """Trains `model` for `loop.total_steps` optimizer steps, resuming if a checkpoint exists.
 
     Args:
@@ -111,8 +111,8 @@ def run_training(model: keras.Model, make_dataset: Callable[[int], tf.data.Datas
         chief: bool. Whether this task keeps checkpoints and logs (multi-worker:
             the other workers write to temporary directories they delete).
         on_epoch_end: callable. (epoch, step) -> metrics to log, or None.
-        after_step: callable. step -> None, called after each step (tests use it
-            to interrupt a run).
+        after_step: callable. (step, model) -> None, called after each step and
+            its checkpoint (tests use it to interrupt a run).
 
     Returns:
         The last logged metrics, plus `step` and `seconds`.
@@ -170,7 +170,7 @@ def run_training(model: keras.Model, make_dataset: Callable[[int], tf.data.Datas
                     tf.summary.scalar(f"eval/{k}", v)
             logs.update(extra)
         if after_step:
-            after_step(step)
+            after_step(step, model)
     writer.flush()
     if not chief:
         tf.io.gfile.rmtree(ckpt_dir)

@@ -41,6 +41,13 @@ class SiameseModel(keras.Model):
         self.num_classes = num_classes
         self.hidden_units = hidden_units
 
+    def weights_checkpoint(self) -> tf.train.Checkpoint:
+        """The published weights: encoder and head, without optimizer state."""
+        parts = {"encoder": self.encoder, "hidden": self.hidden, "classifier": self.classifier}
+        if getattr(self, "regressor", None) is not None and self.regressor.built:
+            parts["regressor"] = self.regressor
+        return tf.train.Checkpoint(model=tf.train.Checkpoint(**parts))
+
     def call(self, inputs: Mapping[str, object], training: bool = False) -> Dict[str, tf.Tensor]:
         """Encodes `inputs["premise"]` and `inputs["hypothesis"]` (strings or token dicts).
 

@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from common.nli import NliPairs
+from common.sampling import StreamSampler, batches_dataset
 from pause_tf.losses import UNLABELED
 
 
@@ -69,31 +70,21 @@ def stream_weights(num_classes: int, prior: float, labeled_batch_fraction: Optio
 
 def pu_batches(pairs: NliPairs, pu_labels: np.ndarray, batch_size: int, prior: float, seed: int,
                num_classes: int, labeled_batch_fraction: Optional[float] = None,
-               shuffle_buffer: int = 200_000) -> tf.data.Dataset:
+               start_step: int = 0) -> tf.data.Dataset:
     """An endless, seeded stream of batches of (premises, hypotheses, labels).
 
-    Each class's labelled pairs and the unlabelled pairs form separate shuffled,
-    repeated streams that are sampled with `stream_weights`. Batches have a
-    fixed size (the remainder is never produced since the streams are endless).
+    Each class's labelled pairs and the unlabelled pairs form separate streams
+    (each reshuffled whenever it is exhausted), sampled per row with
+    `stream_weights`. The stream is a pure function of `seed`; `start_step`
+    continues it at that batch (resume).
 
     Returns:
         Dataset of (tf.string [batch], tf.string [batch], int32 [batch]).
     """
     pu_labels = np.asarray(pu_labels, np.int32)
-    premises = np.asarray(pairs.premises, dtype=object)
-    hypotheses = np.asarray(pairs.hypotheses, dtype=object)
     groups = [np.flatnonzero(pu_labels == c) for c in range(num_classes)]
     groups.append(np.flatnonzero(pu_labels == UNLABELED))
     weights = stream_weights(num_classes, prior, labeled_batch_fraction,
                              [len(g) > 0 for g in groups[:-1]], len(groups[-1]) > 0)
-    streams, kept = [], []
-    for i, (idx, w) in enumerate(zip(groups, weights)):
-        if w == 0:
-            continue
-        ds = tf.data.Dataset.from_tensor_slices(
-            (premises[idx].astype(str), hypotheses[idx].astype(str), pu_labels[idx]))
-        ds = ds.shuffle(min(shuffle_buffer, len(idx)), seed=seed + i, reshuffle_each_iteration=True).repeat()
-        streams.append(ds)
-        kept.append(w)
-    mixed = tf.data.Dataset.sample_from_datasets(streams, weights=kept, seed=seed)
-    return mixed.batch(batch_size, drop_remainder=True)
+    sampler = StreamSampler(groups, weights, batch_size, seed)
+    return batches_dataset(sampler, [pairs.premises, pairs.hypotheses, pu_labels], start_step)

@@ -20,6 +20,7 @@ from common.encoder import EncoderConfig, build_encoder
 from common.export import export_encoder, export_pair_model, package_versions
 from common.nli import read_nli_sources
 from common.resolve import model_path
+from common.sampling import StreamSampler, batches_dataset
 from common.schedules import WarmupPolynomialDecay
 from common.sts import load_stsb, stsb_dev_spearman
 from common.training import LoopConfig, RunPaths, run_training, weights_fingerprint
@@ -95,7 +96,9 @@ def _restore_pretrained(model, config: PauseConfig) -> None:
     path = _pretrained_dir(config)
     prefix = tf.train.latest_checkpoint(artifacts.join(path, WEIGHTS_SUBDIR))
     try:
-        tf.train.Checkpoint(model=model).read(prefix).expect_partial().assert_existing_objects_matched()
+        # The siamese trunk only: an STS-B regressor would be new.
+        trunk = tf.train.Checkpoint(encoder=model.encoder, hidden=model.hidden, classifier=model.classifier)
+        tf.train.Checkpoint(model=trunk).read(prefix).expect_partial().assert_existing_objects_matched()
     except (ValueError, AssertionError, tf.errors.InvalidArgumentError) as e:
         saved = json.load(tf.io.gfile.GFile(artifacts.join(path, "config.json")))["encoder"]
         raise ValueError(
@@ -137,22 +140,20 @@ def _datasets(config: PauseConfig, model):
         info = {"pairs": len(pairs), "labelled": int((labels >= 0).sum()), "dropped_no_gold": pairs.dropped,
                 "fingerprint": pairs.fingerprint()}
 
-        def base():
+        def strings(start_step):
             return pu_batches(pairs, labels, config.batch_size, config.prior, config.seed, config.num_classes,
-                              config.labeled_batch_fraction)
+                              config.labeled_batch_fraction, start_step)
     else:
         stsb = load_stsb(config.data_path, "train")
         info = {"pairs": len(stsb), "fingerprint": _fingerprint_pairs(stsb)}
+        sampler = StreamSampler([np.arange(len(stsb))], [1.0], config.batch_size, config.seed)
 
-        def base():
-            ds = tf.data.Dataset.from_tensor_slices(
-                (stsb.sentences1, stsb.sentences2, stsb.scores.astype(np.float32)))
-            ds = ds.shuffle(len(stsb), seed=config.seed, reshuffle_each_iteration=True).repeat()
-            return ds.batch(config.batch_size, drop_remainder=True)
+        def strings(start_step):
+            columns = [stsb.sentences1, stsb.sentences2, stsb.scores.astype(np.float32)]
+            return batches_dataset(sampler, columns, start_step)
 
     def make_dataset(start_step: int) -> tf.data.Dataset:
-        # Skipping happens on the string batches, before tokenization: cheap.
-        ds = base().skip(start_step)
+        ds = strings(start_step)
         return ds.map(tokenize, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
     return make_dataset, info
@@ -172,7 +173,7 @@ def _publish(model, config: PauseConfig, paths: RunPaths, extra: Dict[str, objec
         export_encoder(model.encoder, artifacts.join(tmp, "embedding"))
         outputs = ("logits", "cos_sim", "angular_sim")
         export_pair_model(model, artifacts.join(tmp, "siamese"), outputs)
-        tf.train.Checkpoint(model=model).write(artifacts.join(tmp, WEIGHTS_SUBDIR, "weights"))
+        model.weights_checkpoint().write(artifacts.join(tmp, WEIGHTS_SUBDIR, "weights"))
         # tf.train.latest_checkpoint needs the index file that CheckpointManager writes.
         with tf.io.gfile.GFile(artifacts.join(tmp, WEIGHTS_SUBDIR, "checkpoint"), "w") as f:
             f.write('model_checkpoint_path: "weights"\nall_model_checkpoint_paths: "weights"\n')
@@ -193,7 +194,7 @@ def train(config: PauseConfig, after_step=None) -> Dict[str, object]:
 
     Args:
         config: PauseConfig.
-        after_step: callable. Called with the step number after each step (tests).
+        after_step: callable. Called with (step, model) after each step (tests).
 
     Returns:
         Dict with `run_id`, `model_dir` (None on non-chief workers), `metrics`,

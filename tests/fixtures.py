@@ -17,7 +17,7 @@ PAIRS = [
 
 
 def write_sts_root(root: str) -> str:
-    """Writes every STS12-16 subset, STS-B dev/test and SICK test with 6 pairs each
+    """Writes every STS12-16 subset, STS-B train/dev/test and SICK test with 6 pairs each
     (one extra unscored pair per STS subset, as in STS15/16)."""
     for year, subsets in STS_SUBSETS.items():
         d = os.path.join(root, "downstream", "STS", f"{year.upper()}-en-test")
@@ -31,7 +31,7 @@ def write_sts_root(root: str) -> str:
                 f.write("\n")
     d = os.path.join(root, "downstream", "STS", "STSBenchmark")
     os.makedirs(d, exist_ok=True)
-    for split in ("dev", "test"):
+    for split in ("train", "dev", "test"):
         with open(os.path.join(d, f"sts-{split}.csv"), "w") as f:
             f.writelines(f"main-captions\tMSRvid\t2012test\t{i:04d}\t{s}\t{a}\t{b}\n" for i, (a, b, s) in enumerate(PAIRS))
     d = os.path.join(root, "downstream", "SICK")
@@ -109,3 +109,33 @@ def write_tfhub_bert(path: str, backbone, vocab_path: str) -> str:
     root.__call__ = call
     tf.saved_model.save(root, path)
     return path
+
+
+NLI_ROWS = [
+    ("a man plays a guitar .", "a person makes music .", "entailment"),
+    ("a man plays a guitar .", "nobody is playing .", "contradiction"),
+    ("a man plays a guitar .", "the man is famous .", "neutral"),
+    ("two dogs run on grass .", "animals are outside .", "entailment"),
+    ("two dogs run on grass .", "the dogs are asleep .", "contradiction"),
+    ("two dogs run on grass .", "the dogs are brothers .", "neutral"),
+    ("a child eats an apple .", "someone is eating .", "-"),
+]
+
+
+def write_senteval_snli(root: str, split: str, n: int = 60, seed: int = 0) -> str:
+    """SentEval-format SNLI with n generated pairs (balanced labels, distinct sentences)."""
+    import random
+
+    rnd = random.Random(seed)
+    d = os.path.join(root, "downstream", "SNLI")
+    os.makedirs(d, exist_ok=True)
+    nouns = ["man", "woman", "dog", "child", "cat", "bird", "chef", "runner", "player", "singer"]
+    verbs = ["runs", "sleeps", "eats", "sings", "jumps", "reads", "cooks", "swims"]
+    labels = ["entailment", "neutral", "contradiction"]
+    with open(os.path.join(d, f"s1.{split}"), "w") as f1, open(os.path.join(d, f"s2.{split}"), "w") as f2, \
+            open(os.path.join(d, f"labels.{split}"), "w") as fl:
+        for i in range(n):
+            f1.write(f"the {rnd.choice(nouns)} {rnd.choice(verbs)} in place {i} .\n")
+            f2.write(f"a {rnd.choice(nouns)} {rnd.choice(verbs)} near spot {i} .\n")
+            fl.write(labels[i % 3] + "\n")
+    return root

@@ -1,0 +1,68 @@
+import numpy as np
+import pytest
+
+from common.nli import NliPairs
+from pause_tf.pu_data import pu_batches, pu_split, stream_weights
+
+
+def _labels(n=3000, seed=0):
+    return np.random.default_rng(seed).choice(3, size=n, p=[0.5, 0.3, 0.2]).astype(np.int32)
+
+
+@pytest.mark.parametrize("percent", [1, 5, 10, 30, 50, 70, 100, 2.5])
+def test_split_is_stratified(percent):
+    labels = _labels()
+    split = pu_split(labels, percent, seed=1)
+    for c in range(3):
+        n_c = (labels == c).sum()
+        kept = (split == c).sum()
+        assert kept == max(1, round(n_c * percent / 100))
+        assert ((split == c) <= (labels == c)).all()  # a kept label is the true label
+    assert ((split == -1) | (split == labels)).all()
+
+
+def test_split_is_deterministic_per_seed():
+    labels = _labels()
+    np.testing.assert_array_equal(pu_split(labels, 5, seed=3), pu_split(labels, 5, seed=3))
+    assert (pu_split(labels, 5, seed=3) != pu_split(labels, 5, seed=4)).any()
+    with pytest.raises(ValueError, match=r"in \(0, 100\]"):
+        pu_split(labels, 0, seed=0)
+
+
+def test_stream_weights():
+    assert stream_weights(3, 1 / 3, None, [True] * 3, True) == pytest.approx([1 / 9] * 3 + [2 / 3])
+    assert stream_weights(3, 1 / 3, 0.05, [True] * 3, True) == pytest.approx([0.05 / 3] * 3 + [0.95])
+    assert stream_weights(3, 1 / 3, None, [True] * 3, False) == pytest.approx([1 / 3] * 3 + [0])
+
+
+def _pairs(labels):
+    return NliPairs([f"p{i}" for i in range(len(labels))], [f"h{i}" for i in range(len(labels))], labels)
+
+
+@pytest.mark.parametrize("fraction, expected", [(None, 1 / 3), (0.05, 0.05), (0.6, 0.6)])
+def test_batches_mix_labelled_share_as_configured(fraction, expected):
+    labels = _labels()
+    split = pu_split(labels, 5, seed=0)
+    ds = pu_batches(_pairs(labels), split, batch_size=64, prior=1 / 3, seed=0, num_classes=3,
+                    labeled_batch_fraction=fraction)
+    seen = np.concatenate([b[2].numpy() for b in ds.take(150)])
+    assert (seen >= 0).mean() == pytest.approx(expected, abs=0.02)
+    again = pu_batches(_pairs(labels), split, batch_size=64, prior=1 / 3, seed=0, num_classes=3,
+                       labeled_batch_fraction=fraction)
+    first = [b[0].numpy().tolist() for b in ds.take(3)]
+    assert first == [b[0].numpy().tolist() for b in again.take(3)]  # same seed, same batches
+    other = pu_batches(_pairs(labels), split, batch_size=64, prior=1 / 3, seed=1, num_classes=3,
+                       labeled_batch_fraction=fraction)
+    assert first != [b[0].numpy().tolist() for b in other.take(3)]
+    p, h, y = next(iter(ds))
+    assert p.shape == (64,)
+    ids = [int(x.decode()[1:]) for x in p.numpy()]
+    np.testing.assert_array_equal([int(x.decode()[1:]) for x in h.numpy()], ids)  # pairs stay aligned
+    np.testing.assert_array_equal(y.numpy(), split[ids])
+
+
+def test_all_labelled_has_no_unlabelled_stream():
+    labels = _labels(300)
+    ds = pu_batches(_pairs(labels), pu_split(labels, 100, 0), 32, 1 / 3, 0, 3)
+    seen = np.concatenate([b[2].numpy() for b in ds.take(20)])
+    assert (seen >= 0).all()

@@ -1,0 +1,97 @@
+"""PAUSE runs end to end on tiny models: resume, NaN handling, fine-tuning, artifacts."""
+
+import dataclasses
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from common.training import NonFiniteLossError
+from fixtures import write_senteval_snli, write_sts_root
+from pause_tf.config import PauseConfig
+from pause_tf.training import train
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("data"))
+    write_sts_root(root)
+    write_senteval_snli(root, "dev", n=90)
+    return root
+
+
+def _config(data_root, artifacts_dir, **overrides):
+    base = PauseConfig(model="tiny", train_data=("senteval:dev",), data_path=data_root, train_epochs=2,
+                       train_steps_per_epoch=4, batch_size=8, max_seq_len=16, pos_sample_prec=30,
+                       checkpoint_every=3, log_every=1, eval_each_epoch=False, artifacts_dir=str(artifacts_dir))
+    return dataclasses.replace(base, **overrides)
+
+
+def _weights(model_dir):
+    reader = tf.train.load_checkpoint(os.path.join(model_dir, "weights"))
+    names = [n for n, _ in tf.train.list_variables(os.path.join(model_dir, "weights")) if n.startswith("model/")]
+    assert not [n for n in names if "optimizer" in n]
+    return {n: reader.get_tensor(n) for n in names}
+
+
+class Killed(Exception):
+    pass
+
+
+def test_resumed_run_equals_uninterrupted_run(data_root, tmp_path):
+    full = train(_config(data_root, tmp_path / "a"))
+
+    def kill(step, model):
+        if step == 5:  # the last checkpoint is at step 3
+            raise Killed()
+
+    with pytest.raises(Killed):
+        train(_config(data_root, tmp_path / "b"), after_step=kill)
+    run_id = os.listdir(tmp_path / "b" / "ckpt")[0]
+    assert not os.path.exists(tmp_path / "b" / "model" / run_id)  # no half-written artifact
+    resumed = train(_config(data_root, tmp_path / "b", resume=run_id))
+    assert resumed["run_id"] == run_id
+    a, b = _weights(full["model_dir"]), _weights(resumed["model_dir"])
+    # Every weight is there: embeddings (token, position, segment, LayerNorm x2), 16 per
+    # transformer layer, the pooler (2) and the head (4).
+    assert a.keys() == b.keys() and len(a) == 5 + 16 * 2 + 2 + 4
+    for name in a:
+        np.testing.assert_allclose(a[name], b[name], atol=1e-6, err_msg=name)
+    assert full["weights_fingerprint"] == resumed["weights_fingerprint"]
+
+
+def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(data_root, tmp_path):
+    def poison(step, model):
+        if step == 3:
+            v = model.classifier.kernel
+            v.assign(tf.fill(v.shape, float("nan")))
+
+    with pytest.raises(NonFiniteLossError, match=r"loss became nan at step 4.*ckpt-3.*--resume="):
+        train(_config(data_root, tmp_path), after_step=poison)
+    run_id = os.listdir(tmp_path / "ckpt")[0]
+    assert tf.train.latest_checkpoint(str(tmp_path / "ckpt" / run_id)).endswith("ckpt-3")
+    assert not os.path.exists(tmp_path / "model" / run_id)
+
+
+def test_stsb_fine_tuning_from_a_pause_run_and_size_mismatch(data_root, tmp_path):
+    pause = train(_config(data_root, tmp_path, train_epochs=1))
+    for objective in ("cosine", "head_mse"):
+        ft = train(_config(data_root, tmp_path, task="stsb", pretrained_weights=pause["run_id"],
+                           stsb_objective=objective, batch_size=4, train_epochs=1))
+        assert np.isfinite(ft["metrics"]["loss"]) and os.path.isdir(ft["model_dir"])
+    # Fine-tuning starts from the PAUSE weights (the trunk), not from a fresh encoder.
+    from pause_tf.training import _build_model
+
+    stsb_config = _config(data_root, tmp_path, task="stsb", pretrained_weights=pause["run_id"])
+    start = _build_model(stsb_config, tf.distribute.get_strategy())
+    saved = _weights(pause["model_dir"])
+    kernel = [v for n, v in saved.items() if "classifier/_kernel" in n]
+    assert len(kernel) == 1
+    np.testing.assert_array_equal(start.classifier.kernel.numpy(), kernel[0])
+    embedding = [v for n, v in saved.items() if "token_embedding/_embeddings/" in n]
+    np.testing.assert_array_equal(start.encoder.backbone.token_embedding.embeddings.numpy(), embedding[0])
+    with pytest.raises(ValueError, match=r"does not fit --model="):
+        train(_config(data_root, tmp_path, task="stsb", pretrained_weights=pause["run_id"], model="minilm"))
+    with pytest.raises(ValueError, match="--pretrained_weights"):
+        train(_config(data_root, tmp_path, task="stsb"))
