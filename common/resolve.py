@@ -20,6 +20,7 @@ from common.encoder import VALID_SPECS_HELP, EncoderConfig, build_encoder, is_hf
 from common.export import SERVING_INPUT, SERVING_OUTPUT
 
 MODEL_LOCATIONS = ("local", "gcs")
+LATEST = "latest"
 EMBEDDING_SUBDIR = "embedding"
 
 
@@ -74,11 +75,22 @@ def _encoder_embedder(name: str, source: str, config: EncoderConfig) -> Embedder
     return Embedder(name, source, fn)
 
 
+def latest_run_id(artifacts_dir: str) -> str:
+    """The newest run ID under `<artifacts_dir>/model/`."""
+    root = artifacts.join(artifacts_dir, "model")
+    ids = sorted(d.rstrip("/") for d in tf.io.gfile.listdir(root)) if tf.io.gfile.exists(root) else []
+    ids = [i for i in ids if artifacts.RUN_ID_PATTERN.match(i)]
+    if not ids:
+        raise FileNotFoundError(f"--model=latest: no trained model under {root}.")
+    return ids[-1]
+
+
 def model_path(model: str, artifacts_dir: str = "artifacts", model_location: str = "local",
                gcs_bucket: Optional[str] = None) -> Optional[str]:
     """The directory a `--model` value names, or None for an encoder spec.
 
-    A run ID maps to `<artifacts_dir>/model/<ID>` (which must exist) or, with
+    "latest" is the newest run ID under `<artifacts_dir>/model/`. A run ID maps
+    to `<artifacts_dir>/model/<ID>` (which must exist) or, with
     `model_location="gcs"`, to `gs://<gcs_bucket>/model/<ID>` as the original
     code did; a `gs://` URL or an existing local path is returned as is.
 
@@ -90,6 +102,8 @@ def model_path(model: str, artifacts_dir: str = "artifacts", model_location: str
         raise ValueError(f"--model_location must be one of {MODEL_LOCATIONS}, got {model_location!r}.")
     if not model:
         raise ValueError("--model is empty; give a run ID, a path or an encoder spec.")
+    if model == LATEST:
+        model = latest_run_id(artifacts_dir)
     if artifacts.RUN_ID_PATTERN.match(model):
         if model_location == "gcs":
             if not gcs_bucket:
@@ -130,8 +144,8 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
     path = model_path(model, artifacts_dir, model_location, gcs_bucket)
     if path is None:
         name = safe_name(model)
-    elif artifacts.RUN_ID_PATTERN.match(model):
-        name = model
+    elif artifacts.RUN_ID_PATTERN.match(model) or model == LATEST:
+        name = path.rstrip("/").rsplit("/", 1)[-1]
     else:
         name = safe_name(os.path.basename(model.rstrip("/")))
     if path is not None:

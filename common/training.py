@@ -70,6 +70,20 @@ def apply_gradients(optimizer, grads, variables) -> None:
     optimizer.apply_gradients([(g, v) for g, v in zip(grads, variables) if g is not None])
 
 
+def step_outputs(metrics) -> Dict[str, tf.Tensor]:
+    """A train/test step's return value: each metric result as a [1] tensor.
+
+    Keras 3 reduces step outputs under MultiWorkerMirroredStrategy with
+    `strategy.reduce(MEAN, v, axis=0)`, which fails on scalars; a [1] tensor is
+    reduced correctly there and by every other strategy.
+    """
+    return {m.name: tf.reshape(m.result(), [1]) for m in metrics}
+
+
+def _scalar(value) -> float:
+    return float(np.asarray(value).reshape(-1)[0])
+
+
 def rng_variables(model: keras.Model):
     """The dropout seed-generator states: Keras does not track them for
     checkpoints, but an exact resume needs them."""
@@ -144,7 +158,7 @@ def run_training(model: keras.Model, make_dataset: Callable[[int], tf.data.Datas
         metric.reset_state()
     for step in range(start + 1, loop.total_steps + 1):
         out = train_fn(iterator)
-        loss = float(out["loss"])
+        loss = _scalar(out["loss"])
         if not math.isfinite(loss):
             raise NonFiniteLossError(
                 f"Run {paths.run_id}: the loss became {loss} at step {step}; training stopped. "
@@ -152,7 +166,7 @@ def run_training(model: keras.Model, make_dataset: Callable[[int], tf.data.Datas
                 f"and resume with --resume={paths.run_id}, or start a new run."
             )
         if step % loop.log_every == 0 or step == loop.total_steps:
-            logs = {k: float(v) for k, v in out.items()}
+            logs = {k: _scalar(v) for k, v in out.items()}
             logs["learning_rate"] = _learning_rate(model.optimizer)
             with writer.as_default(step=step):
                 for k, v in logs.items():

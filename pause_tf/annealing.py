@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-ANNEALING_MODES = ("global", "per_epoch")
+ANNEALING_MODES = ("global", "per_epoch", "off")
 
 
 def pu_weight(step: tf.Tensor, total_steps: int, power: float = 3.0, mode: str = "global",
@@ -18,13 +18,16 @@ def pu_weight(step: tf.Tensor, total_steps: int, power: float = 3.0, mode: str =
         mode: str. "global" (the method as described: the weight grows from 0 to
             1 over the run) or "per_epoch", which reproduces the original code's
             bug: its callback used the batch index within the epoch, so the
-            weight restarts every epoch and stays below (1/epochs) ** power.
+            weight restarts every epoch and stays below (1/epochs) ** power;
+            or "off": weight 0, cross-entropy only (the supervised baseline).
         steps_per_epoch: int. Needed for "per_epoch".
 
     Returns:
         float32 scalar in [0, 1].
     """
     step = tf.cast(step, tf.float32)
+    if mode == "off":
+        return tf.zeros([], tf.float32)
     if mode == "per_epoch":
         if not steps_per_epoch:
             raise ValueError("annealing mode 'per_epoch' needs steps_per_epoch.")

@@ -14,7 +14,7 @@ import keras
 import tensorflow as tf
 
 from common.distribute import replica_sum
-from common.training import apply_gradients
+from common.training import apply_gradients, step_outputs
 from common.encoder import SentenceEncoder
 from pause_tf.annealing import pu_weight
 from pause_tf.losses import pause_loss
@@ -126,13 +126,13 @@ class PauseModel(SiameseModel):
             out = self.compute_losses(inputs, labels, training=True)
         apply_gradients(self.optimizer, tape.gradient(out["loss"], self.trainable_variables), self.trainable_variables)
         self._update_metrics(out, labels)
-        return {m.name: m.result() for m in self.metrics}
+        return step_outputs(self.metrics)
 
     def test_step(self, data):
         inputs, labels = data
         out = self.compute_losses(inputs, labels, training=False)
         self._update_metrics(out, labels)
-        return {m.name: m.result() for m in self.metrics}
+        return step_outputs(self.metrics)
 
 
 class StsbModel(SiameseModel):
@@ -183,10 +183,10 @@ class StsbModel(SiameseModel):
             local, global_value = self._loss(inputs, scores, training=True)
         apply_gradients(self.optimizer, tape.gradient(local, self.trainable_variables), self.trainable_variables)
         self.loss_tracker.update_state(global_value)
-        return {"loss": self.loss_tracker.result()}
+        return step_outputs(self.metrics)
 
     def test_step(self, data):
         inputs, scores = data
         _, global_value = self._loss(inputs, scores, training=False)
         self.loss_tracker.update_state(global_value)
-        return {"loss": self.loss_tracker.result()}
+        return step_outputs(self.metrics)

@@ -39,7 +39,48 @@ def test_test_sts_rejects_bad_input_clearly(tmp_path):
     assert proc.returncode != 0 and "Unexpected arguments" in proc.stderr
 
 
-def test_unbuilt_scripts_say_so_and_fail(tmp_path):
-    for script in ("train.py", "senteval_eval.py"):
-        proc = _run([os.path.join(ROOT, script)], cwd=str(tmp_path))
+def test_unbuilt_parts_say_so_and_fail(tmp_path):
+    for args in (["senteval_eval.py"], ["train.py", "--method=declutr"], ["train.py", "--method=simcse"]):
+        proc = _run([os.path.join(ROOT, args[0]), *args[1:]], cwd=str(tmp_path))
         assert proc.returncode != 0 and "not implemented yet" in proc.stderr
+
+
+LOAD_PLAIN = """
+import json, sys
+import tensorflow as tf
+import tensorflow_text  # noqa: F401
+emb = tf.saved_model.load(sys.argv[1] + "/embedding").signatures["serving_default"]
+pair = tf.saved_model.load(sys.argv[1] + "/siamese").signatures["serving_default"]
+e = emb(sentences=tf.constant(["a man plays a guitar .", ""]))["embeddings"]
+p = pair(sentence1=tf.constant(["a man plays a guitar ."]), sentence2=tf.constant(["music is played ."]))
+print(json.dumps({"emb": e.shape.as_list(), "logits": p["logits"].shape.as_list(),
+                  "cos": float(p["cos_sim"][0]), "angular": float(p["angular_sim"][0])}))
+"""
+
+
+def test_train_then_load_plainly_then_score(tmp_path):
+    from fixtures import write_senteval_snli
+
+    data = write_sts_root(str(tmp_path / "data"))
+    write_senteval_snli(data, "dev", n=60)
+    artifacts = tmp_path / "artifacts"
+    proc = _run([os.path.join(ROOT, "train.py"), "--model=tiny", "--train_data=senteval:dev", f"--data_path={data}",
+                 "--train_epochs=1", "--train_steps_per_epoch=3", "--batch_size=8", "--max_seq_len=16",
+                 "--pos_sample_prec=5", f"--artifacts_dir={artifacts}"], cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_id = next(line.split(": ")[1] for line in proc.stdout.splitlines() if line.startswith("run ID:"))
+    assert f"test_sts.py --model={run_id}" in proc.stdout
+    model_dir = artifacts / "model" / run_id
+    config = json.load(open(model_dir / "config.json"))
+    assert config["config"]["pos_sample_prec"] == 5 and config["data"]["pairs"] == 60
+    assert {"tensorflow", "keras"} <= set(config["packages"]) and config["data"]["fingerprint"]
+    assert os.path.isdir(artifacts / "log" / run_id) and os.listdir(artifacts / "log" / run_id)
+    plain = subprocess.run([sys.executable, "-c", LOAD_PLAIN, str(model_dir)], capture_output=True, text=True,
+                           cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": ""})
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    shapes = json.loads(plain.stdout.strip().splitlines()[-1])
+    assert shapes["emb"] == [2, 32] and shapes["logits"] == [1, 3] and -1 <= shapes["cos"] <= 1
+    score = _run([os.path.join(ROOT, "test_sts.py"), f"--model={run_id}", f"--data_path={data}",
+                  f"--artifacts_dir={artifacts}"], cwd=str(tmp_path))
+    assert score.returncode == 0, score.stderr[-2000:]
+    assert json.load(open(artifacts / "test" / f"sts_{run_id}.json"))["model"] == run_id

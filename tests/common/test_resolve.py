@@ -14,6 +14,11 @@ def test_unknown_spec_lists_the_valid_forms():
         resolve_model("bert-large")
 
 
+def test_latest_needs_a_trained_model(tmp_path):
+    with pytest.raises(FileNotFoundError, match="--model=latest: no trained model"):
+        resolve_model("latest", artifacts_dir=str(tmp_path))
+
+
 def test_missing_run_id_lists_available_ids(tmp_path):
     (tmp_path / "model" / "20260101-000000").mkdir(parents=True)
     with pytest.raises(FileNotFoundError, match=r"No model with ID 20261122-101500.*20260101-000000"):
@@ -45,6 +50,7 @@ def test_run_id_path_and_savedmodel_resolve_to_the_same_embeddings(tiny_encoder,
     want = tiny_encoder(tf.constant(["a test", "another one"]))["embedding"].numpy()
     by_id = resolve_model(run_id, artifacts_dir=root)
     assert by_id.name == run_id
+    assert resolve_model("latest", artifacts_dir=root).name == run_id
     for embedder in (by_id, resolve_model(final), resolve_model(str(tmp_path / "bare"))):
         np.testing.assert_allclose(embedder.embed(["a test", "another one"], progress=False), want, atol=1e-6)
 

@@ -12,6 +12,10 @@ def test_global_annealing_reaches_one():
     assert float(pu_weight(2000, 1000)) == pytest.approx(1.0)
 
 
+def test_annealing_off_is_zero():
+    assert float(pu_weight(900, 1000, mode="off")) == 0.0
+
+
 def test_per_epoch_annealing_reproduces_the_original_restart():
     # 10 epochs of 500 steps: the original's weight restarts each epoch and peaks at (499/5000)^3 ~ 1e-3.
     kwargs = dict(total_steps=5000, mode="per_epoch", steps_per_epoch=500)

@@ -1,0 +1,57 @@
+"""The PAUSE loss is the global-batch loss under tf.distribute."""
+
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_one_replica_equals_two_replicas():
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "pause_tf", "replica_check.py")],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT}, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert r["replicas"] == 2
+    assert r["loss_diff"] < 1e-5, r
+    assert r["grad_scale"] > 1e-4 and r["grad_diff"] < 1e-5, r
+    assert r["weights_moved"] > 1e-5 and r["weight_diff"] < 1e-5, r
+
+
+def _free_ports(n):
+    import socket
+
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def test_two_process_multi_worker_run_ends_with_identical_weights(tmp_path):
+    from fixtures import write_senteval_snli, write_sts_root
+
+    data = write_sts_root(str(tmp_path / "data"))
+    write_senteval_snli(data, "dev", n=60)
+    workers = [f"127.0.0.1:{p}" for p in _free_ports(2)]
+    procs = []
+    for index in range(2):
+        env = {**os.environ, "PYTHONPATH": ROOT, "TF_CONFIG": json.dumps(
+            {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})}
+        args = [sys.executable, os.path.join(ROOT, "train.py"), "--model=tiny", "--train_data=senteval:dev",
+                f"--data_path={data}", "--train_epochs=1", "--train_steps_per_epoch=3", "--batch_size=8",
+                "--max_seq_len=16", "--strategy=multi_worker", "--checkpoint_every=2", "--log_every=1",
+                "--noeval_each_epoch", f"--artifacts_dir={tmp_path / 'artifacts'}"]
+        procs.append(subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
+    outputs = [p.communicate(timeout=600) for p in procs]
+    for p, (out, err) in zip(procs, outputs):
+        assert p.returncode == 0, err[-3000:]
+    fingerprints = [next(line for line in out.splitlines() if line.startswith("weights fingerprint:"))
+                    for out, _ in outputs]
+    assert fingerprints[0] == fingerprints[1]
+    # Only the chief publishes a model; the other worker cleaned up after itself.
+    assert "model:" in outputs[0][0] and "model:" not in outputs[1][0]
+    assert len(os.listdir(tmp_path / "artifacts" / "model")) == 1
