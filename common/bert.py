@@ -165,7 +165,7 @@ class BertBackbone(keras.Model):
         return {**super().get_config(), "config": dataclasses.asdict(self.config)}
 
 
-def _hf_tensors(path: str) -> Dict[str, np.ndarray]:
+def hf_tensors(path: str) -> Dict[str, np.ndarray]:
     from safetensors.numpy import load as load_safetensors
 
     with tf.io.gfile.GFile(path, "rb") as f:
@@ -193,7 +193,7 @@ def load_hf_weights(backbone: BertBackbone, safetensors_path: str) -> None:
     Raises:
         ValueError: naming the tensor that is missing or has the wrong shape.
     """
-    t = _hf_tensors(safetensors_path)
+    t = hf_tensors(safetensors_path)
     cfg = backbone.config
     heads, head_dim = cfg.num_heads, cfg.hidden_size // cfg.num_heads
 

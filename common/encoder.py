@@ -229,6 +229,12 @@ def _resolve_spec(spec: str) -> tuple[str, str]:
     raise ValueError(f"Unknown encoder spec {spec!r}; {VALID_SPECS_HELP}.")
 
 
+def hf_checkpoint_path(spec: str) -> Optional[str]:
+    """The `model.safetensors` behind a spec, or None (TF Hub, tiny)."""
+    kind, location = _resolve_spec(spec)
+    return _join(location, "model.safetensors") if kind == "hf" else None
+
+
 def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
     """Builds the sentence encoder a spec names, with its weights loaded.
 

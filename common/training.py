@@ -70,6 +70,21 @@ def apply_gradients(optimizer, grads, variables) -> None:
     optimizer.apply_gradients([(g, v) for g, v in zip(grads, variables) if g is not None])
 
 
+def clip_by_global_norm_across_replicas(grads, clip_norm: float):
+    """Scales this replica's gradients so that their sum over replicas (what the
+    optimizer applies) has global norm <= clip_norm.
+
+    Keras clips each replica's gradient before the cross-replica sum, so its
+    `global_clipnorm` gives a different update on N replicas than on one.
+    """
+    from common.distribute import replica_sum
+
+    summed = [None if g is None else replica_sum(tf.convert_to_tensor(g)) for g in grads]
+    norm = tf.linalg.global_norm([g for g in summed if g is not None])
+    scale = clip_norm / tf.maximum(norm, clip_norm)
+    return [None if g is None else tf.convert_to_tensor(g) * scale for g in grads]
+
+
 def step_outputs(metrics) -> Dict[str, tf.Tensor]:
     """A train/test step's return value: each metric result as a [1] tensor.
 

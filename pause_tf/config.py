@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional, Tuple
 
+from common.runs import RunConfig
+
 TASKS = ("nli", "stsb")
 # The official SNLI + MultiNLI training files, relative to the data root, as
 # `python -m common.nli_download --out=<DATA_PATH>/nli` lays them out.
@@ -12,7 +14,7 @@ DEFAULT_NLI_TRAIN = ("nli/snli_1.0/snli_1.0_train.jsonl", "nli/multinli_1.0/mult
 
 
 @dataclasses.dataclass(frozen=True)
-class PauseConfig:
+class PauseConfig(RunConfig):
     """Everything a PAUSE (or STS-B fine-tuning) run depends on.
 
     Defaults follow the original train_nli.py where they make sense (batch 1024,
@@ -24,10 +26,8 @@ class PauseConfig:
     pretrained_weights: str = ""
     task: str = "nli"
     train_data: Tuple[str, ...] = DEFAULT_NLI_TRAIN
-    data_path: str = "data"
     train_epochs: int = 4
     batch_size: int = 1024
-    train_steps_per_epoch: int = 500
     max_seq_len: int = 128
     pad_to_multiple_of: int = 1
     prior: float = 1.0 / 3.0
@@ -41,33 +41,19 @@ class PauseConfig:
     num_classes: int = 3
     hidden_units: int = 128
     stsb_objective: str = "cosine"
-    seed: int = 0
-    strategy: str = "auto"
-    tpu: str = ""
-    artifacts_dir: str = "artifacts"
-    log_dir: str = ""
-    model_dir: str = ""
-    resume: str = ""
-    checkpoint_every: int = 500
-    log_every: int = 50
-    eval_each_epoch: bool = True
-
-    @property
-    def total_steps(self) -> int:
-        return self.train_epochs * self.train_steps_per_epoch
 
     @property
     def warmup_steps(self) -> int:
         return int(self.warmup_fraction * self.total_steps)
 
     def validate(self) -> None:
+        self.validate_run()
         if self.task not in TASKS:
             raise ValueError(f"--task must be one of {TASKS}, got {self.task!r}.")
         if self.task == "stsb" and not self.pretrained_weights:
             raise ValueError("--task=stsb fine-tunes a trained model: give --pretrained_weights=<run ID or path>.")
-        for name in ("train_epochs", "batch_size", "train_steps_per_epoch", "checkpoint_every", "log_every"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"--{name} must be >= 1, got {getattr(self, name)}.")
+        if self.batch_size < 1:
+            raise ValueError(f"--batch_size must be >= 1, got {self.batch_size}.")
         if not 0 < self.prior < 1:
             raise ValueError(f"--prior must be in (0, 1), got {self.prior}.")
         if not 0 < self.pos_sample_prec <= 100:

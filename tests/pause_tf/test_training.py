@@ -81,10 +81,10 @@ def test_stsb_fine_tuning_from_a_pause_run_and_size_mismatch(data_root, tmp_path
                            stsb_objective=objective, batch_size=4, train_epochs=1))
         assert np.isfinite(ft["metrics"]["loss"]) and os.path.isdir(ft["model_dir"])
     # Fine-tuning starts from the PAUSE weights (the trunk), not from a fresh encoder.
-    from pause_tf.training import _build_model
+    from pause_tf.training import build_model
 
     stsb_config = _config(data_root, tmp_path, task="stsb", pretrained_weights=pause["run_id"])
-    start = _build_model(stsb_config, tf.distribute.get_strategy())
+    start = build_model(stsb_config, tf.distribute.get_strategy())
     saved = _weights(pause["model_dir"])
     kernel = [v for n, v in saved.items() if "classifier/_kernel" in n]
     assert len(kernel) == 1
