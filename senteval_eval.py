@@ -1,20 +1,68 @@
-"""SentEval transfer and probing tasks. Not implemented yet.
+"""Scores a model on SentEval's transfer, STS and probing tasks (no PyTorch).
 
-    python senteval_eval.py --model=<ID|path|spec> --data_path=...
+Tasks: MR, CR, SUBJ, MPQA, SST2, SST5, TREC, MRPC, SICK-E, SICK-R, STS-B, SNLI
+(when its train files exist), STS12-16 and the ten probing tasks (when
+`<data_path>/probing/` holds them). COCO caption retrieval is not supported.
+Results: a table, and `<artifacts_dir>/test/senteval_<name>.json` with per-task
+scores, sample counts, seconds and DeCLUTR's downstream and probing averages.
+
+    python senteval_eval.py --model=minilm --data_path=../shared/data --config=default
+    python senteval_eval.py --model=20261122-101500 --tasks=MR,CR,SICK-R --config=fast
+    python senteval_eval.py --model=20261122-101500 --model_location=gcs --gcs_bucket=my-bucket --config=pause
 """
 
 from __future__ import annotations
 
-import sys
+import tensorflow as tf
+from absl import app, flags
 
-from absl import app
+from common import artifacts
+from common.flags import define_data_flags, define_model_flags
+from common.resolve import resolve_model
+from common.senteval import CONFIGS, EmbeddingCache, evaluate_senteval, format_table, get_config
+from common.senteval.evaluate import tasks_to_run
+
+# Sentences per task split above which encoding shows a progress bar.
+PROGRESS_MIN_SENTENCES = 2000
+
+define_data_flags()
+define_model_flags()
+_TASKS = flags.DEFINE_list(
+    "tasks", [],
+    "Comma-separated tasks: MR, CR, SUBJ, MPQA, SST2, SST5, TREC, MRPC, SICK-E, SICK-R, STS-B, SNLI, STS12..STS16, "
+    "SentLen, WC, TreeDepth, TopConst, BShift, Tense, SubjNum, ObjNum, SOMO, CoordInv (SentEval's names work too), "
+    "or the groups downstream, sts, probing, all. Default: every task whose data is under --data_path.")
+_CONFIG = flags.DEFINE_enum("config", "default", sorted(CONFIGS),
+                            "SentEval setting: fast (kfold 5, RMSprop), default/test (kfold 10, Adam), "
+                            "pause (kfold 10, RMSprop: the PAUSE repository's).")
+_SEED = flags.DEFINE_integer("seed", 1111, "Seed of folds, classifier initialisation and data order (SentEval's 1111).")
+_NHID = flags.DEFINE_integer("nhid", None, "Hidden units of an MLP classifier; default: the config's (0, logistic "
+                             "regression).", lower_bound=0)
+FLAGS = flags.FLAGS
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    sys.stderr.write("senteval_eval.py: not implemented yet; no evaluation was run.\n")
-    return 2
+    config = get_config(_CONFIG.value, _NHID.value)
+    tasks_to_run(_TASKS.value, FLAGS.data_path)  # unknown tasks and missing data fail before the model loads
+    embedder = resolve_model(FLAGS.model, FLAGS.artifacts_dir, FLAGS.model_location, FLAGS.gcs_bucket,
+                             FLAGS.max_seq_len)
+
+    def embed(sentences, desc):
+        return embedder.embed(sentences, FLAGS.batch_size, progress=len(sentences) >= PROGRESS_MIN_SENTENCES,
+                              desc=desc)
+
+    results = evaluate_senteval(embed, FLAGS.data_path, _TASKS.value, config, _SEED.value, EmbeddingCache(),
+                                embedder.name, progress=True)
+    results = {"model": embedder.name, "source": embedder.source, **results}
+    out_dir = artifacts.test_dir(FLAGS.artifacts_dir)
+    tf.io.gfile.makedirs(out_dir)
+    out_path = artifacts.join(out_dir, f"senteval_{embedder.name}.json")
+    artifacts.write_json(out_path, results)
+    print(f"model: {embedder.name} ({embedder.source}); config: {config.name}; seed: {_SEED.value}")
+    print(format_table(results))
+    print(f"seconds: {results['seconds']:.1f}; results in {out_path}")
 
 
 if __name__ == "__main__":

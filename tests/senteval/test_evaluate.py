@@ -1,0 +1,178 @@
+"""evaluate_senteval end to end on tiny fixtures, DeCLUTR's averages, and senteval_eval.py's main."""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from common import sts
+from common.senteval import evaluate as ev
+from common.senteval.cache import EmbeddingCache
+from common.senteval.configs import CONFIGS
+from senteval_fixtures import write_senteval_root
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class FakeEmbed:
+    """Deterministic 8-d vectors, a pure function of the text; records every call."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, sentences, desc="encoding"):
+        self.calls.append((desc, len(sentences)))
+        return np.stack([self.vector(s) for s in sentences])
+
+    @staticmethod
+    def vector(sentence):
+        seed = int.from_bytes(hashlib.sha256(sentence.encode()).digest()[:4], "little")
+        return np.random.default_rng(seed).normal(size=8).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    return write_senteval_root(str(tmp_path_factory.mktemp("senteval")))
+
+
+@pytest.fixture(scope="module")
+def run(root):
+    embed, cache = FakeEmbed(), EmbeddingCache()
+    results = ev.evaluate_senteval(embed, root, None, CONFIGS["fast"], 1111, cache, model_name="fake")
+    return results, embed, cache
+
+
+def test_every_available_task_runs_with_scores_counts_and_seconds(run):
+    results, _, _ = run
+    assert set(results["tasks"]) == {"MR", "CR", "SUBJ", "MPQA", "SST2", "SST5", "TREC", "MRPC", "SICK-E", "SICK-R",
+                                     "STS-B", "SNLI", "STS12", "STS13", "STS14", "STS15", "STS16", "Tense"}
+    assert set(results["skipped"]) == set(ev.PROBING_TASKS) - {"Tense"}
+    for task, r in results["tasks"].items():
+        assert r["seconds"] >= 0 and all(n > 0 for n in r["samples"].values()), task
+    for task in ("MR", "TREC", "SST5", "SICK-E", "SNLI", "Tense"):
+        assert 0 <= results["tasks"][task]["acc"] <= 100 and 0 <= results["tasks"][task]["devacc"] <= 100
+    assert results["tasks"]["CR"]["samples"] == {"all": 26} and results["tasks"]["CR"]["ntest"] == 26
+    assert results["tasks"]["SICK-E"]["samples"] == {"train": 20, "dev": 10, "test": 10}
+    assert 0 <= results["tasks"]["MRPC"]["f1"] <= 100
+    for task in ("SICK-R", "STS-B"):
+        assert {"devpearson", "pearson", "spearman", "mse", "ndev", "ntest"} <= set(results["tasks"][task])
+    assert set(results["tasks"]["STS12"]) >= {"all", "mean", "wmean", "pearson", "subsets", "pairs"}
+    assert results["config"]["kfold"] == 5 and results["seed"] == 1111
+    json.dumps(results)  # plain JSON types only
+
+
+def test_each_split_is_embedded_once_and_sick_is_shared(run, root):
+    results, embed, cache = run
+    descs = [d for d, _ in embed.calls]
+    assert len(descs) == len(set(descs))  # one call per (task, split)
+    assert not any(d.startswith("SICK-R") for d in descs)  # SICK-R reused SICK-E's embeddings
+    assert cache.hits == 3 and results["embedding_cache"] == {"hits": 3, "misses": len(descs)}
+    n_calls = len(embed.calls)
+    again = ev.evaluate_senteval(embed, root, ["MR", "sts12"], CONFIGS["fast"], 1111, cache, model_name="fake")
+    assert len(embed.calls) == n_calls and again["tasks"]["MR"] == {**results["tasks"]["MR"],
+                                                                     "seconds": again["tasks"]["MR"]["seconds"]}
+    ev.evaluate_senteval(embed, root, ["MR"], CONFIGS["fast"], 1111, cache, model_name="other")
+    assert len(embed.calls) == n_calls + 1  # the model name is part of the key
+
+
+def test_empty_sentences_reach_the_encoder_as_a_period(root):
+    seen = []
+
+    def embed(sentences, desc):
+        seen.extend(sentences)
+        return FakeEmbed()(sentences, desc)
+
+    ev.evaluate_senteval(embed, root, ["CR"], CONFIGS["fast"], 1111)
+    assert "." in seen and "" not in seen  # CR's empty lines, as the PAUSE and DeCLUTR batchers send them
+
+
+def test_sts_years_match_test_sts(run, root):
+    results, _, _ = run
+    reference = sts.evaluate_sts(lambda s: np.stack([FakeEmbed.vector(x) for x in s]), root)
+    for year in sts.STS_YEARS:
+        ours = results["tasks"][year.upper()]
+        for key in ("all", "mean", "wmean", "pairs"):
+            assert ours[key] == pytest.approx(reference[year][key]), (year, key)
+
+
+def test_same_seed_gives_the_same_scores(run, root):
+    results, _, _ = run
+    cache = EmbeddingCache()
+    same = ev.evaluate_senteval(FakeEmbed(), root, ["TREC", "SICK-R"], CONFIGS["fast"], 1111, cache)
+    for task in ("TREC", "SICK-R"):
+        a = {k: v for k, v in results["tasks"][task].items() if k != "seconds"}
+        b = {k: v for k, v in same["tasks"][task].items() if k != "seconds"}
+        assert a == b
+
+
+def test_features_are_senteval_s():
+    u, v = np.array([[1.0, -2.0]]), np.array([[3.0, 1.0]])
+    np.testing.assert_array_equal(ev.pair_features(u, v), [[2.0, 3.0, 3.0, -2.0]])
+    np.testing.assert_array_equal(ev.nli_features(u, v), [[1.0, -2.0, 3.0, 1.0, 3.0, -2.0, 2.0, 3.0]])
+
+
+def test_averages_follow_declutr():
+    results = {
+        "MR": {"devacc": 80.0, "acc": 78.0}, "CR": {"devacc": 82.0, "acc": 84.0},
+        "MRPC": {"devacc": 70.0, "acc": 72.0, "f1": 80.0},
+        "SICK-R": {"devpearson": 85.0, "pearson": 86.0, "spearman": 81.0},
+        "STS-B": {"devpearson": 75.0, "pearson": 74.0, "spearman": 73.0},
+        "SNLI": {"devacc": 10.0, "acc": 10.0},  # never in the downstream average
+        "STS12": {"all": 1.0, "mean": 1.0, "wmean": 1.0},  # nor are STS12-16
+        "Tense": {"devacc": 90.0, "acc": 88.0}, "BShift": {"devacc": 60.0, "acc": 62.0},
+    }
+    avg = ev.senteval_averages(results)
+    assert avg["downstream"]["tasks"] == ["CR", "MR", "MRPC", "SICK-R", "STS-B"]
+    assert avg["downstream"]["test"] == pytest.approx(np.mean([84.0, 78.0, (72.0 + 80.0) / 2, 81.0, 73.0]))
+    assert avg["downstream"]["dev"] == pytest.approx(np.mean([82.0, 80.0, 70.0, 85.0, 75.0]))
+    assert avg["probing"]["test"] == pytest.approx(75.0) and avg["probing"]["dev"] == pytest.approx(75.0)
+    assert not avg["downstream"]["complete"] and not avg["probing"]["complete"]
+    full = {t: {"devacc": 50.0, "acc": 60.0} for t in ev.DOWNSTREAM_AVERAGE_TASKS + ev.PROBING_TASKS}
+    full["SICK-R"] = full["STS-B"] = {"devpearson": 50.0, "spearman": 60.0}
+    avg = ev.senteval_averages(full)
+    assert avg["downstream"]["complete"] and avg["probing"]["complete"] and avg["downstream"]["test"] == 60.0
+    assert ev.senteval_averages({})["probing"] == {"test": None, "dev": None, "tasks": [], "complete": False}
+
+
+def test_table_lists_tasks_averages_and_skips(run):
+    table = ev.format_table(run[0])
+    for text in ("MRPC", "F1", "SICK-R", "Spearman", "STS12", "wmean", "avg downstream", "avg probing",
+                 "SentLen        skipped: missing"):
+        assert text in table
+
+
+def test_missing_data_is_an_error_pointing_to_the_readme(tmp_path):
+    with pytest.raises(FileNotFoundError, match="README.md, section 'Data'"):
+        ev.evaluate_senteval(FakeEmbed(), str(tmp_path), None, CONFIGS["fast"])
+    with pytest.raises(FileNotFoundError, match=r"MR: data file not found: .*rt-polarity\.pos"):
+        ev.evaluate_senteval(FakeEmbed(), str(tmp_path), ["MR"], CONFIGS["fast"])
+
+
+def _run(args, cwd):
+    return subprocess.run([sys.executable, os.path.join(ROOT, "senteval_eval.py"), *args], cwd=cwd,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+
+
+def test_script_main_scores_the_tiny_encoder_and_writes_json(tmp_path):
+    data = write_senteval_root(str(tmp_path / "data"))
+    proc = _run(["--model=tiny", f"--data_path={data}", f"--artifacts_dir={tmp_path / 'artifacts'}",
+                 "--max_seq_len=32", "--config=fast", "--tasks=CR,MRPC,SICK-R,STS12,Tense"], cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "avg downstream" in proc.stdout and "CR" in proc.stdout and "Tense" in proc.stdout
+    result = json.load(open(tmp_path / "artifacts" / "test" / "senteval_tiny.json"))
+    assert result["model"] == "tiny" and result["config"]["name"] == "fast"
+    assert list(result["tasks"]) == ["CR", "MRPC", "SICK-R", "STS12", "Tense"]
+    assert result["averages"]["downstream"]["tasks"] == ["CR", "MRPC", "SICK-R"]
+    assert result["averages"]["probing"]["test"] == result["tasks"]["Tense"]["acc"]
+
+
+def test_script_rejects_bad_input_before_loading_the_model(tmp_path):
+    proc = _run(["stray"], cwd=str(tmp_path))
+    assert proc.returncode != 0 and "Unexpected arguments" in proc.stderr
+    data = write_senteval_root(str(tmp_path / "data"), snli=False)
+    proc = _run(["--model=does-not-exist", f"--data_path={data}", "--tasks=SNLI"], cwd=str(tmp_path))
+    assert proc.returncode != 0 and "SNLI/s1.train" in proc.stderr and "README.md, section 'Data'" in proc.stderr
