@@ -64,6 +64,12 @@ class DeclutrModel(keras.Model):
         return self.encoder(inputs, training=training)
 
     def compute_losses(self, data: Mapping[str, Mapping[str, tf.Tensor]], training: bool):
+        """The global-batch DeCLUTR loss.
+
+        Returns:
+            Dict: `loss` (this replica's share: differentiate it), and the
+            global values `total`, `contrastive`, `mlm`.
+        """
         anchors = data["anchors"]
         anchor_out = self.encoder({k: anchors[k] for k in ("token_ids", "padding_mask", "segment_ids")},
                                   training=training)
@@ -82,23 +88,23 @@ class DeclutrModel(keras.Model):
             count = tf.maximum(tf.stop_gradient(replica_sum(stats["mlm_count"])), 1.0)
             local += stats["mlm_sum"] / count
             mlm = tf.stop_gradient(replica_sum(stats["mlm_sum"])) / count
-        return local, contrastive + mlm, contrastive, mlm
+        return {"loss": local, "total": contrastive + mlm, "contrastive": contrastive, "mlm": mlm}
+
+    def _update_metrics(self, out):
+        self.loss_tracker.update_state(out["total"])
+        self.contrastive_tracker.update_state(out["contrastive"])
+        self.mlm_tracker.update_state(out["mlm"])
 
     def train_step(self, data):
         with tf.GradientTape() as tape:
-            local, total, contrastive, mlm = self.compute_losses(data, training=True)
-        grads = tape.gradient(local, self.trainable_variables)
+            out = self.compute_losses(data, training=True)
+        grads = tape.gradient(out["loss"], self.trainable_variables)
         if self.clip_norm:
             grads = clip_by_global_norm_across_replicas(grads, self.clip_norm)
         apply_gradients(self.optimizer, grads, self.trainable_variables)
-        self.loss_tracker.update_state(total)
-        self.contrastive_tracker.update_state(contrastive)
-        self.mlm_tracker.update_state(mlm)
+        self._update_metrics(out)
         return step_outputs(self.metrics)
 
     def test_step(self, data):
-        _, total, contrastive, mlm = self.compute_losses(data, training=False)
-        self.loss_tracker.update_state(total)
-        self.contrastive_tracker.update_state(contrastive)
-        self.mlm_tracker.update_state(mlm)
+        self._update_metrics(self.compute_losses(data, training=False))
         return step_outputs(self.metrics)

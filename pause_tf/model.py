@@ -102,8 +102,16 @@ class PauseModel(SiameseModel):
         return pu_weight(self.optimizer.iterations, self.total_steps, self.anneal_power, self.annealing,
                          self.steps_per_epoch)
 
-    def compute_losses(self, inputs, labels, training: bool) -> Dict[str, tf.Tensor]:
-        """Forward pass and the PAUSE loss on the global batch (see pause_tf.losses)."""
+    def compute_losses(self, data, training: bool) -> Dict[str, tf.Tensor]:
+        """Forward pass and the PAUSE loss on the global batch (see pause_tf.losses).
+
+        Args:
+            data: (inputs, labels) as the training dataset yields them.
+
+        Returns:
+            The model outputs and `loss` (this replica's share), `total`, `ce`, `pu`.
+        """
+        inputs, labels = data
         out = self(inputs, training=training)
         losses = pause_loss(out["logits"], labels, self.prior, self.current_pu_weight(), replica_sum)
         return {**out, **losses}
@@ -121,17 +129,15 @@ class PauseModel(SiameseModel):
         self.weight_tracker.update_state(self.current_pu_weight())
 
     def train_step(self, data):
-        inputs, labels = data
         with tf.GradientTape() as tape:
-            out = self.compute_losses(inputs, labels, training=True)
+            out = self.compute_losses(data, training=True)
         apply_gradients(self.optimizer, tape.gradient(out["loss"], self.trainable_variables), self.trainable_variables)
-        self._update_metrics(out, labels)
+        self._update_metrics(out, data[1])
         return step_outputs(self.metrics)
 
     def test_step(self, data):
-        inputs, labels = data
-        out = self.compute_losses(inputs, labels, training=False)
-        self._update_metrics(out, labels)
+        out = self.compute_losses(data, training=False)
+        self._update_metrics(out, data[1])
         return step_outputs(self.metrics)
 
 

@@ -5,18 +5,11 @@ import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from distributed_checks import ROOT, assert_replicas_agree, replica_check
 
 
 def test_one_replica_equals_two_replicas():
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "pause_tf", "replica_check.py")],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT}, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    r = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert r["replicas"] == 2
-    assert r["loss_diff"] < 1e-5, r
-    assert r["grad_scale"] > 1e-4 and r["grad_diff"] < 1e-5, r
-    assert r["weights_moved"] > 1e-5 and r["weight_diff"] < 1e-5, r
+    assert_replicas_agree(replica_check("pause"))
 
 
 def _free_ports(n):

@@ -1,0 +1,24 @@
+"""Helpers for tests of cross-replica exactness (see tests/replica_check.py)."""
+
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def replica_check(method: str) -> dict:
+    """Runs tests/replica_check.py for `method` in a fresh process; returns its measurements."""
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "replica_check.py"), method],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT}, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def assert_replicas_agree(r: dict) -> None:
+    """Same loss, summed gradients and weights after one step, within 1e-5."""
+    assert r["replicas"] == 2
+    assert r["loss_diff"] < 1e-5, r
+    assert r["grad_scale"] > 1e-4 and r["grad_diff"] < 1e-5, r
+    assert r["weights_moved"] > 1e-5 and r["weight_diff"] < 1e-5, r
