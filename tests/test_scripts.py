@@ -84,3 +84,23 @@ def test_train_then_load_plainly_then_score(tmp_path):
                   f"--artifacts_dir={artifacts}"], cwd=str(tmp_path))
     assert score.returncode == 0, score.stderr[-2000:]
     assert json.load(open(artifacts / "test" / f"sts_{run_id}.json"))["model"] == run_id
+
+
+def test_declutr_train_then_score(tmp_path):
+    data = write_sts_root(str(tmp_path / "data"))
+    docs = tmp_path / "docs.txt"
+    docs.write_text("\n".join(" ".join(f"word{d}_{i % 37}" for i in range(300)) for d in range(6)) + "\n")
+    artifacts = tmp_path / "artifacts"
+    proc = _run([os.path.join(ROOT, "train.py"), "--method=declutr", "--model=tiny", f"--train_data={docs}",
+                 f"--data_path={data}", "--train_epochs=1", "--train_steps_per_epoch=3", "--batch_size=2",
+                 "--max_seq_len=32", "--min_span_len=8", "--max_span_len=32", f"--artifacts_dir={artifacts}"],
+                cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_id = next(line.split(": ")[1] for line in proc.stdout.splitlines() if line.startswith("run ID:"))
+    config = json.load(open(artifacts / "model" / run_id / "config.json"))
+    assert config["method"] == "declutr" and config["data"]["documents"] == 6
+    assert config["config"]["min_span_len"] == 8 and config["metrics"]["mlm"] > 0
+    score = _run([os.path.join(ROOT, "test_sts.py"), f"--model={run_id}", f"--data_path={data}",
+                  f"--artifacts_dir={artifacts}"], cwd=str(tmp_path))
+    assert score.returncode == 0, score.stderr[-2000:]
+    assert json.load(open(artifacts / "test" / f"sts_{run_id}.json"))["model"] == run_id
