@@ -8,6 +8,7 @@ scores, sample counts, seconds and DeCLUTR's downstream and probing averages.
 
     python senteval_eval.py --model=minilm --data_path=../shared/data --config=default
     python senteval_eval.py --model=20261122-101500 --tasks=MR,CR,SICK-R --config=fast
+    python senteval_eval.py --model=minilm --config=fast --config=pause   # one encoding, two settings
     python senteval_eval.py --model=20261122-101500 --model_location=gcs --gcs_bucket=my-bucket --config=pause
 """
 
@@ -32,9 +33,11 @@ _TASKS = flags.DEFINE_list(
     "Comma-separated tasks: MR, CR, SUBJ, MPQA, SST2, SST5, TREC, MRPC, SICK-E, SICK-R, STS-B, SNLI, STS12..STS16, "
     "SentLen, WC, TreeDepth, TopConst, BShift, Tense, SubjNum, ObjNum, SOMO, CoordInv (SentEval's names work too), "
     "or the groups downstream, sts, probing, all. Default: every task whose data is under --data_path.")
-_CONFIG = flags.DEFINE_enum("config", "default", sorted(CONFIGS),
-                            "SentEval setting: fast (kfold 5, RMSprop), default/test (kfold 10, Adam), "
-                            "pause (kfold 10, RMSprop: the PAUSE repository's).")
+_CONFIG = flags.DEFINE_multi_enum(
+    "config", ["default"], sorted(CONFIGS),
+    "SentEval setting: fast (kfold 5, RMSprop), default/test (kfold 10, Adam), pause (kfold 10, RMSprop: the "
+    "PAUSE repository's). Repeat the flag to run several settings on one set of embeddings; each then writes "
+    "senteval_<name>_<config>.json instead of senteval_<name>.json.")
 _SEED = flags.DEFINE_integer("seed", 1111, "Seed of folds, classifier initialisation and data order (SentEval's 1111).")
 _NHID = flags.DEFINE_integer("nhid", None, "Hidden units of an MLP classifier; default: the config's (0, logistic "
                              "regression).", lower_bound=0)
@@ -44,7 +47,7 @@ FLAGS = flags.FLAGS
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    config = get_config(_CONFIG.value, _NHID.value)
+    configs = [get_config(name, _NHID.value) for name in dict.fromkeys(_CONFIG.value)]
     tasks_to_run(_TASKS.value, FLAGS.data_path)  # unknown tasks and missing data fail before the model loads
     embedder = resolve_model(FLAGS.model, FLAGS.artifacts_dir, FLAGS.model_location, FLAGS.gcs_bucket,
                              FLAGS.max_seq_len)
@@ -53,16 +56,19 @@ def main(argv):
         return embedder.embed(sentences, FLAGS.batch_size, progress=len(sentences) >= PROGRESS_MIN_SENTENCES,
                               desc=desc)
 
-    results = evaluate_senteval(embed, FLAGS.data_path, _TASKS.value, config, _SEED.value, EmbeddingCache(),
-                                embedder.name, progress=True)
-    results = {"model": embedder.name, "source": embedder.source, **results}
+    cache = EmbeddingCache()  # shared by the settings: every split is encoded once
     out_dir = artifacts.test_dir(FLAGS.artifacts_dir)
     tf.io.gfile.makedirs(out_dir)
-    out_path = artifacts.join(out_dir, f"senteval_{embedder.name}.json")
-    artifacts.write_json(out_path, results)
-    print(f"model: {embedder.name} ({embedder.source}); config: {config.name}; seed: {_SEED.value}")
-    print(format_table(results))
-    print(f"seconds: {results['seconds']:.1f}; results in {out_path}")
+    for config in configs:
+        results = evaluate_senteval(embed, FLAGS.data_path, _TASKS.value, config, _SEED.value, cache,
+                                    embedder.name, progress=True)
+        results = {"model": embedder.name, "source": embedder.source, **results}
+        suffix = f"_{config.name}" if len(configs) > 1 else ""
+        out_path = artifacts.join(out_dir, f"senteval_{embedder.name}{suffix}.json")
+        artifacts.write_json(out_path, results)
+        print(f"model: {embedder.name} ({embedder.source}); config: {config.name}; seed: {_SEED.value}")
+        print(format_table(results))
+        print(f"seconds: {results['seconds']:.1f}; results in {out_path}")
 
 
 if __name__ == "__main__":

@@ -170,6 +170,18 @@ def test_script_main_scores_the_tiny_encoder_and_writes_json(tmp_path):
     assert result["averages"]["probing"]["test"] == result["tasks"]["Tense"]["acc"]
 
 
+def test_script_runs_several_configs_on_one_encoding(tmp_path):
+    data = write_senteval_root(str(tmp_path / "data"))
+    proc = _run(["--model=tiny", f"--data_path={data}", f"--artifacts_dir={tmp_path / 'artifacts'}",
+                 "--max_seq_len=32", "--config=fast", "--config=pause", "--tasks=CR,SICK-R"], cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    fast = json.load(open(tmp_path / "artifacts" / "test" / "senteval_tiny_fast.json"))
+    pause = json.load(open(tmp_path / "artifacts" / "test" / "senteval_tiny_pause.json"))
+    assert fast["config"]["name"] == "fast" and pause["config"]["name"] == "pause"
+    assert fast["config"]["kfold"] == 5 and pause["config"]["kfold"] == 10
+    assert not os.path.exists(tmp_path / "artifacts" / "test" / "senteval_tiny.json")
+
+
 def test_script_rejects_bad_input_before_loading_the_model(tmp_path):
     proc = _run(["stray"], cwd=str(tmp_path))
     assert proc.returncode != 0 and "Unexpected arguments" in proc.stderr
