@@ -1,12 +1,13 @@
-"""Trains sentence encoders: PAUSE (NLI with partial labels, or STS-B fine-tuning) and DeCLUTR.
+"""Trains sentence encoders: PAUSE (NLI with partial labels, or STS-B fine-tuning), DeCLUTR and SimCSE.
 
     python train.py --method=pause --train_data=senteval:dev,senteval:test --pos_sample_prec=5
     python train.py --method=pause --task=stsb --pretrained_weights=<ID>
     python train.py --method=declutr --train_data=documents/wikitext-2-raw/test.txt
+    python train.py --method=simcse --simcse_mode=unsup --train_data=senteval:dev,senteval:test
     python train.py --method=<method> --resume=<ID>     # continue an interrupted run
 
 Flags shared by several methods default to the method's own defaults (shown in
-brackets in their help). SimCSE is not implemented yet.
+brackets in their help).
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ from declutr_tf.span_sampling import SAMPLING_STRATEGIES
 from pause_tf.annealing import ANNEALING_MODES
 from pause_tf.config import TASKS, PauseConfig
 from pause_tf.model import STSB_OBJECTIVES
+from simcse_tf.config import MODE_DEFAULTS, MODES, POOLINGS, SimcseConfig
 
 METHODS = ("pause", "declutr", "simcse")
-CONFIGS = {"pause": PauseConfig, "declutr": DeclutrConfig}
+CONFIGS = {"pause": PauseConfig, "declutr": DeclutrConfig, "simcse": SimcseConfig}
+_S = MODE_DEFAULTS
 _P, _D = PauseConfig(), DeclutrConfig()
 
 flags.DEFINE_enum("method", "pause", METHODS, "Training method.")
@@ -33,20 +36,24 @@ flags.DEFINE_string("model", "minilm", "Encoder spec: minilm, small, base, a TF 
 flags.DEFINE_list("train_data", None,
                   f"PAUSE: NLI sources, .jsonl/.txt/.tsv files or senteval:<split> [{','.join(_P.train_data)}]. "
                   f"DeCLUTR: text files (one document per line) or directories of .txt [{','.join(_D.train_data)}]. "
+                  "SimCSE: unsup: .txt files (one sentence per line), NLI sources or stsb:<split>; sup: NLI "
+                  f"sources [{','.join(SimcseConfig().train_data)}]. "
                   "Relative paths are under --data_path.")
 define_data_flags()
 define_artifact_flags()
 # Shared, with per-method defaults.
-flags.DEFINE_integer("train_epochs", None, f"Epochs [pause {_P.train_epochs}, declutr {_D.train_epochs}].",
-                     lower_bound=1)
+flags.DEFINE_integer("train_epochs", None, f"Epochs [pause {_P.train_epochs}, declutr {_D.train_epochs}, simcse "
+                     f"unsup {_S['unsup']['train_epochs']}, sup {_S['sup']['train_epochs']}].", lower_bound=1)
 flags.DEFINE_integer("batch_size", None, f"Global batch: pairs for pause [{_P.batch_size}], documents for declutr "
-                     f"[{_D.batch_size}].", lower_bound=1)
+                     f"[{_D.batch_size}], sentences or triples for simcse [unsup {_S['unsup']['batch_size']}, sup "
+                     f"{_S['sup']['batch_size']}].", lower_bound=1)
 flags.DEFINE_integer("train_steps_per_epoch", None,
-                     f"Steps per epoch [pause {_P.train_steps_per_epoch}, declutr {_D.train_steps_per_epoch}].",
-                     lower_bound=1)
+                     f"Steps per epoch [pause {_P.train_steps_per_epoch}, declutr {_D.train_steps_per_epoch}, "
+                     "simcse: one pass over the data].", lower_bound=1)
 flags.DEFINE_integer("max_seq_len", None, f"Truncation length in tokens [pause {_P.max_seq_len}, declutr "
-                     f"{_D.max_seq_len}].", lower_bound=2)
-flags.DEFINE_float("train_lr", None, f"Peak learning rate [pause {_P.train_lr}, declutr {_D.train_lr}].")
+                     f"{_D.max_seq_len}, simcse {_S['unsup']['max_seq_len']}].", lower_bound=2)
+flags.DEFINE_float("train_lr", None, f"Peak learning rate [pause {_P.train_lr}, declutr {_D.train_lr}, simcse unsup "
+                   f"{_S['unsup']['train_lr']}, sup {_S['sup']['train_lr']}].")
 flags.DEFINE_integer("pad_to_multiple_of", 1, "Round batch lengths up to a multiple (use --max_seq_len on TPU).")
 flags.DEFINE_integer("seed", 0, "Seed of data order, label split, span sampling, initialisation and dropout.")
 flags.DEFINE_enum("strategy", "auto", STRATEGIES, "tf.distribute strategy.")
@@ -80,12 +87,18 @@ flags.DEFINE_integer("min_span_len", _D.min_span_len, "declutr: shortest span in
 flags.DEFINE_integer("max_span_len", _D.max_span_len, "declutr: longest span in tokens.", lower_bound=1)
 flags.DEFINE_enum("sampling_strategy", "all", SAMPLING_STRATEGIES,
                   "declutr: positives adjacent/overlapping/subsumed (all), or only adjacent or subsumed.")
-flags.DEFINE_float("temperature", _D.temperature, "declutr: NT-Xent temperature.")
+flags.DEFINE_float("temperature", _D.temperature, "declutr, simcse: contrastive temperature.")
 flags.DEFINE_bool("mlm", True, "declutr: masked language modelling on the anchors.")
 flags.DEFINE_bool("contrastive", True, "declutr: the contrastive objective.")
 flags.DEFINE_float("weight_decay", _D.weight_decay, "declutr: AdamW weight decay.")
 flags.DEFINE_float("clip_norm", _D.clip_norm, "declutr: global gradient-norm clip (0 disables).")
+# SimCSE.
+flags.DEFINE_enum("simcse_mode", "unsup", MODES, "simcse: unsup (dropout views) or sup (NLI triples).")
+flags.DEFINE_enum("pooling", "cls_mlp", POOLINGS, "simcse: cls_mlp (MLP in training only), cls or mean.")
+flags.DEFINE_float("hard_negative_weight", 1.0, "simcse sup: weight of each premise's own contradiction.")
 FLAGS = flags.FLAGS
+# Flags whose name differs from the config field.
+_RENAMED = {"mode": "simcse_mode"}
 
 
 def config_from_flags(method: str):
@@ -94,8 +107,9 @@ def config_from_flags(method: str):
     names = {f.name for f in dataclasses.fields(cls)}
     values = {}
     for name in names:
-        if name in FLAGS and FLAGS[name].value is not None:
-            values[name] = FLAGS[name].value
+        flag = _RENAMED.get(name, name)
+        if flag in FLAGS and FLAGS[flag].value is not None:
+            values[name] = FLAGS[flag].value
     if "train_data" in values:
         values["train_data"] = tuple(values["train_data"])
     return cls(**values)
@@ -110,8 +124,10 @@ def main(argv):
     config = config_from_flags(FLAGS.method)
     if FLAGS.method == "pause":
         from pause_tf.training import train
-    else:
+    elif FLAGS.method == "declutr":
         from declutr_tf.training import train
+    else:
+        from simcse_tf.training import train
     result = train(config)
     print(f"run ID: {result['run_id']}")
     print(f"weights fingerprint: {result['weights_fingerprint']}")

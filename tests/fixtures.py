@@ -123,7 +123,8 @@ NLI_ROWS = [
 
 
 def write_senteval_snli(root: str, split: str, n: int = 60, seed: int = 0) -> str:
-    """SentEval-format SNLI with n generated pairs (balanced labels, distinct sentences)."""
+    """SentEval-format SNLI with n generated pairs: premises shared by 3 hypotheses
+    (entailment, neutral, contradiction), distinct hypotheses."""
     import random
 
     rnd = random.Random(seed)
@@ -135,7 +136,9 @@ def write_senteval_snli(root: str, split: str, n: int = 60, seed: int = 0) -> st
     with open(os.path.join(d, f"s1.{split}"), "w") as f1, open(os.path.join(d, f"s2.{split}"), "w") as f2, \
             open(os.path.join(d, f"labels.{split}"), "w") as fl:
         for i in range(n):
-            f1.write(f"the {rnd.choice(nouns)} {rnd.choice(verbs)} in place {i} .\n")
+            if i % 3 == 0:  # as in SNLI, each premise has one hypothesis per label
+                premise = f"the {rnd.choice(nouns)} {rnd.choice(verbs)} in place {i} .\n"
+            f1.write(premise)
             f2.write(f"a {rnd.choice(nouns)} {rnd.choice(verbs)} near spot {i} .\n")
             fl.write(labels[i % 3] + "\n")
     return root

@@ -1,7 +1,7 @@
 """Run in a fresh process: a method's loss, gradients and one optimizer step on
 one device vs MirroredStrategy over 2 logical CPUs, for the same global batch.
 
-    python tests/replica_check.py pause|declutr
+    python tests/replica_check.py pause|declutr|simcse
 
 Prints one JSON line: {"loss_diff", "grad_diff", "weight_diff", ...}.
 """
@@ -66,7 +66,20 @@ def declutr_batch(model):
     return {"anchors": {**anchors, **masked}, "positives": tok(tf.constant(SENTENCES[4:12]))}
 
 
-METHODS = {"pause": (pause_model, pause_batch), "declutr": (declutr_model, declutr_batch)}
+def simcse_model():
+    from simcse_tf.model import SimcseModel
+
+    return SimcseModel(_encoder(), mode="sup", hard_negative_weight=2.0, use_mlp=True)
+
+
+def simcse_batch(model):
+    tok = model.encoder.tokenizer
+    return {"premise": tok(tf.constant(SENTENCES[:4])), "entailment": tok(tf.constant(SENTENCES[4:8])),
+            "contradiction": tok(tf.constant(SENTENCES[8:12]))}
+
+
+METHODS = {"pause": (pause_model, pause_batch), "declutr": (declutr_model, declutr_batch),
+           "simcse": (simcse_model, simcse_batch)}
 
 
 def build(method, strategy, weights=None):

@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from fixtures import write_sts_root
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -37,12 +39,6 @@ def test_test_sts_rejects_bad_input_clearly(tmp_path):
     assert proc.returncode != 0 and "README.md, section 'Data'" in proc.stderr
     proc = _run([os.path.join(ROOT, "test_sts.py"), "stray"], cwd=str(tmp_path))
     assert proc.returncode != 0 and "Unexpected arguments" in proc.stderr
-
-
-def test_unbuilt_parts_say_so_and_fail(tmp_path):
-    for args in (["train.py", "--method=simcse"],):
-        proc = _run([os.path.join(ROOT, args[0]), *args[1:]], cwd=str(tmp_path))
-        assert proc.returncode != 0 and "not implemented yet" in proc.stderr
 
 
 LOAD_PLAIN = """
@@ -104,3 +100,23 @@ def test_declutr_train_then_score(tmp_path):
                   f"--artifacts_dir={artifacts}"], cwd=str(tmp_path))
     assert score.returncode == 0, score.stderr[-2000:]
     assert json.load(open(artifacts / "test" / f"sts_{run_id}.json"))["model"] == run_id
+
+
+@pytest.mark.parametrize("mode", ["unsup", "sup"])
+def test_simcse_train_then_score(tmp_path, mode):
+    from fixtures import write_senteval_snli
+
+    data = write_sts_root(str(tmp_path / "data"))
+    write_senteval_snli(data, "dev", n=60)
+    artifacts = tmp_path / "artifacts"
+    proc = _run([os.path.join(ROOT, "train.py"), "--method=simcse", f"--simcse_mode={mode}", "--model=tiny",
+                 "--train_data=senteval:dev", f"--data_path={data}", "--batch_size=8", "--train_steps_per_epoch=2",
+                 "--train_epochs=1", f"--artifacts_dir={artifacts}"], cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_id = next(line.split(": ")[1] for line in proc.stdout.splitlines() if line.startswith("run ID:"))
+    config = json.load(open(artifacts / "model" / run_id / "config.json"))
+    assert config["method"] == "simcse" and config["config"]["mode"] == mode
+    assert config["config"]["max_seq_len"] == 32 and config["encoder"]["pooling"] == "cls"
+    score = _run([os.path.join(ROOT, "test_sts.py"), f"--model={run_id}", f"--data_path={data}",
+                  f"--artifacts_dir={artifacts}"], cwd=str(tmp_path))
+    assert score.returncode == 0, score.stderr[-2000:]

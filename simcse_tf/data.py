@@ -1,0 +1,64 @@
+"""SimCSE training data: sentences (unsupervised) and NLI triples (supervised)."""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, List, Sequence, Tuple
+
+from common import artifacts
+from common.data import open_data_file
+from common.nli import LABEL_IDS, SENTEVAL_PREFIX, read_nli
+from common.sts import load_stsb
+
+STSB_PREFIX = "stsb:"
+
+
+def _resolve(source: str, data_path: str) -> str:
+    if source.startswith((SENTEVAL_PREFIX, STSB_PREFIX, "gs://")) or os.path.isabs(source) or os.path.exists(source):
+        return source
+    return artifacts.join(data_path, source)
+
+
+def read_sentences(sources: Sequence[str], data_path: str) -> List[str]:
+    """Distinct sentences, in first-seen order, from `.txt` files (one per line),
+    NLI sources (`.jsonl`, `.tsv`, NLI `.txt` with a gold_label header, or
+    `senteval:<split>`) or `stsb:<split>`. Empty lines are ignored."""
+    seen: Dict[str, None] = {}
+    for source in sources:
+        source = _resolve(source, data_path)
+        if source.startswith(STSB_PREFIX):
+            pairs = load_stsb(data_path, source[len(STSB_PREFIX):])
+            found = pairs.sentences1 + pairs.sentences2
+        elif source.startswith(SENTEVAL_PREFIX) or source.endswith((".jsonl", ".tsv")) or _is_nli_txt(source):
+            pairs = read_nli(source, data_path)
+            found = pairs.premises + pairs.hypotheses
+        else:
+            found = [line.strip() for line in open_data_file(source).splitlines()]
+        for sentence in found:
+            if sentence.strip():
+                seen.setdefault(sentence, None)
+    if not seen:
+        raise ValueError(f"No training sentences in {list(sources)}.")
+    return list(seen)
+
+
+def _is_nli_txt(path: str) -> bool:
+    if not path.endswith(".txt"):
+        return False
+    first = open_data_file(path).split("\n", 1)[0]
+    return "gold_label" in first.split("\t")
+
+
+def read_triples(sources: Sequence[str], data_path: str) -> Tuple[List[str], List[str], List[str]]:
+    """(premise, entailment hypothesis, contradiction hypothesis) triples: for each
+    premise with both, its first entailment and first contradiction hypothesis."""
+    by_premise: Dict[str, Dict[int, str]] = {}
+    for source in sources:
+        pairs = read_nli(_resolve(source, data_path), data_path)
+        for p, h, y in zip(pairs.premises, pairs.hypotheses, pairs.labels.tolist()):
+            by_premise.setdefault(p, {}).setdefault(y, h)
+    ent, con = LABEL_IDS["entailment"], LABEL_IDS["contradiction"]
+    triples = [(p, hyps[ent], hyps[con]) for p, hyps in by_premise.items() if ent in hyps and con in hyps]
+    if not triples:
+        raise ValueError(f"No premise in {list(sources)} has both an entailment and a contradiction hypothesis.")
+    return [t[0] for t in triples], [t[1] for t in triples], [t[2] for t in triples]

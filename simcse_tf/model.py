@@ -1,0 +1,89 @@
+"""The SimCSE model: one encoder, in-batch InfoNCE over two views or NLI triples."""
+
+from __future__ import annotations
+
+from typing import Dict, Mapping, Optional
+
+import keras
+import tensorflow as tf
+
+from common.contrastive import in_batch_infonce_loss
+from common.encoder import SentenceEncoder
+from common.training import apply_gradients, step_outputs
+
+
+class SimcseModel(keras.Model):
+    """SimCSE (Gao et al., EMNLP 2021, https://aclanthology.org/2021.emnlp-main.552/).
+
+    unsup: every sentence is encoded twice with independent dropout masks; view 2
+    of sentence i is its positive, the other sentences' views are negatives.
+    sup: premise -> entailment hypothesis (positive) with all contradiction
+    hypotheses of the batch as extra (hard) negatives. The loss is
+    `common.contrastive.in_batch_infonce_loss`, with keys gathered across replicas.
+
+    Args:
+        encoder: SentenceEncoder. Its pooling is the test-time pooling.
+        mode: str. "unsup" or "sup".
+        temperature: float. Defaults to 0.05.
+        hard_negative_weight: float. Weight of each query's own hard negative.
+        use_mlp: bool. A Dense(hidden, tanh) over the pooled vector during
+            training only ("cls_mlp": it is not part of the exported encoder).
+    """
+
+    def __init__(self, encoder: SentenceEncoder, mode: str = "unsup", temperature: float = 0.05,
+                 hard_negative_weight: float = 1.0, use_mlp: bool = False, hidden_size: Optional[int] = None,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.encoder = encoder
+        self.mode = mode
+        self.temperature = temperature
+        self.hard_negative_weight = hard_negative_weight
+        self.mlp = None
+        if use_mlp:
+            hidden_size = hidden_size or encoder.hidden_size
+            self.mlp = keras.layers.Dense(hidden_size, activation="tanh", name="mlp")
+            self.mlp.build((None, hidden_size))
+        self.loss_tracker = keras.metrics.Mean(name="loss")
+
+    @property
+    def metrics(self):
+        return [self.loss_tracker]
+
+    def weights_checkpoint(self) -> tf.train.Checkpoint:
+        parts = {"encoder": self.encoder}
+        if self.mlp is not None:
+            parts["mlp"] = self.mlp
+        return tf.train.Checkpoint(model=tf.train.Checkpoint(**parts))
+
+    def call(self, inputs, training: bool = False):
+        return self.encoder(inputs, training=training)
+
+    def embed_for_training(self, tokens: Mapping[str, tf.Tensor], training: bool) -> tf.Tensor:
+        pooled = self.encoder(tokens, training=training)["pooled"]  # [B, H]
+        return self.mlp(pooled) if self.mlp is not None else pooled
+
+    def compute_losses(self, data: Mapping[str, Mapping[str, tf.Tensor]], training: bool) -> Dict[str, tf.Tensor]:
+        """Returns `loss` (this replica's share) and `total` (the global-batch loss)."""
+        if self.mode == "unsup":
+            tokens = data["sentences"]
+            view1 = self.embed_for_training(tokens, training)  # [B, H]
+            view2 = self.embed_for_training(tokens, training)  # [B, H], other dropout mask
+            local, total = in_batch_infonce_loss(view1, view2, self.temperature)
+        else:
+            anchors = self.embed_for_training(data["premise"], training)
+            positives = self.embed_for_training(data["entailment"], training)
+            negatives = self.embed_for_training(data["contradiction"], training)
+            local, total = in_batch_infonce_loss(anchors, positives, self.temperature, negatives,
+                                                 self.hard_negative_weight)
+        return {"loss": local, "total": total}
+
+    def train_step(self, data):
+        with tf.GradientTape() as tape:
+            out = self.compute_losses(data, training=True)
+        apply_gradients(self.optimizer, tape.gradient(out["loss"], self.trainable_variables), self.trainable_variables)
+        self.loss_tracker.update_state(out["total"])
+        return step_outputs(self.metrics)
+
+    def test_step(self, data):
+        self.loss_tracker.update_state(self.compute_losses(data, training=False)["total"])
+        return step_outputs(self.metrics)
