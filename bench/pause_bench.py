@@ -35,14 +35,9 @@ FLAGS = flags.FLAGS
 
 
 def _scores(embed, data_path):
-    from common.sts import cosine_scores, load_sick, spearman100, stsb_dev_spearman
+    from common.sts import sickr_test_spearman, stsb_dev_spearman
 
-    sick, _ = load_sick(data_path, "test")
-    sentences = sorted(set(sick.sentences1) | set(sick.sentences2))
-    vectors = embed(sentences)
-    index = {s: i for i, s in enumerate(sentences)}
-    pred = cosine_scores(vectors[[index[s] for s in sick.sentences1]], vectors[[index[s] for s in sick.sentences2]])
-    return {"stsb_dev": stsb_dev_spearman(embed, data_path), "sickr_test": spearman100(pred, sick.scores)}
+    return {"stsb_dev": stsb_dev_spearman(embed, data_path), "sickr_test": sickr_test_spearman(embed, data_path)}
 
 
 def _throughput(base, pad):

@@ -211,11 +211,20 @@ def format_txt(results: Dict[str, object]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def stsb_dev_spearman(embed: Callable[[Sequence[str]], np.ndarray], data_path: str) -> float:
-    """Spearman x100 of cosine similarity on STS-B dev: the validation number used during training."""
-    pairs = load_stsb(data_path, "dev")
+def pairs_spearman(embed: Callable[[Sequence[str]], np.ndarray], pairs: PairSet) -> float:
+    """Spearman x100 of the cosine similarity of `pairs`, each distinct sentence embedded once."""
     unique = sorted(set(pairs.sentences1) | set(pairs.sentences2))
     vectors = embed(unique)
     index = {s: i for i, s in enumerate(unique)}
     pred = cosine_scores(vectors[[index[s] for s in pairs.sentences1]], vectors[[index[s] for s in pairs.sentences2]])
     return spearman100(pred, pairs.scores)
+
+
+def stsb_dev_spearman(embed: Callable[[Sequence[str]], np.ndarray], data_path: str) -> float:
+    """Spearman x100 of cosine similarity on STS-B dev: the validation number used during training."""
+    return pairs_spearman(embed, load_stsb(data_path, "dev"))
+
+
+def sickr_test_spearman(embed: Callable[[Sequence[str]], np.ndarray], data_path: str) -> float:
+    """Spearman x100 of cosine similarity on SICK-R test (SentEval's 4,927 pairs)."""
+    return pairs_spearman(embed, load_sick(data_path, "test")[0])

@@ -87,3 +87,10 @@ def test_minilm_reproduces_the_published_scores(minilm_encoder, data_path):
     assert results["stsb"]["test"] == pytest.approx(82.03, abs=0.1)
     assert results["sickr"]["test"] == pytest.approx(77.2, abs=0.1)
     assert [results[y]["pairs"] for y in sts.STS_YEARS] == [3108, 1500, 3750, 3000, 1186]
+
+
+def test_validation_scores_equal_the_full_evaluation(tmp_path):
+    root = write_sts_root(str(tmp_path))
+    full = sts.evaluate_sts(_fake_embed, root)
+    assert sts.stsb_dev_spearman(_fake_embed, root) == pytest.approx(full["stsb"]["dev"])
+    assert sts.sickr_test_spearman(_fake_embed, root) == pytest.approx(full["sickr"]["test"])
