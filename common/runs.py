@@ -26,6 +26,8 @@ from common.sts import stsb_dev_spearman
 from common.training import LoopConfig, RunPaths, run_training, weights_fingerprint
 
 RUN_CONFIG_FILE = "run_config.json"
+# Run ID of a non-chief worker in a fresh multi-worker run (it writes only to scratch).
+WORKER_RUN_ID = "worker"
 WEIGHTS_SUBDIR = "weights"
 
 
@@ -93,7 +95,8 @@ def _paths(config: RunConfig, chief: bool) -> RunPaths:
         run_id = artifacts.new_run_id(config.artifacts_dir)
     else:
         tmp = tempfile.mkdtemp(prefix="worker-")
-        return RunPaths("worker", os.path.join(tmp, "log"), os.path.join(tmp, "ckpt"), os.path.join(tmp, "model"))
+        return RunPaths(WORKER_RUN_ID, os.path.join(tmp, "log"), os.path.join(tmp, "ckpt"),
+                        os.path.join(tmp, "model"))
     paths = RunPaths.for_run(config.artifacts_dir, run_id)
     return dataclasses.replace(paths, log_dir=config.log_dir or paths.log_dir,
                                model_dir=config.model_dir or paths.model_dir)
@@ -193,6 +196,8 @@ def run_method(config: RunConfig, method: str, build_model: BuildFn, make_data: 
     fingerprint = weights_fingerprint(model)
     result = {"run_id": paths.run_id, "model_dir": None, "metrics": metrics, "data": data_info,
               "weights_fingerprint": fingerprint}
+    if paths.run_id == WORKER_RUN_ID:
+        tf.io.gfile.rmtree(os.path.dirname(paths.log_dir))  # a non-chief worker's scratch directory
     if chief:
         record = {"method": method, "config": dataclasses.asdict(config), "data": data_info, "metrics": metrics,
                   "weights_fingerprint": fingerprint}

@@ -157,10 +157,12 @@ def run_training(model: keras.Model, make_dataset: Callable[[int], tf.data.Datas
     with strategy.scope():
         model.optimizer.build(model.trainable_variables)
     start = 0
-    if manager.latest_checkpoint:
-        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+    # Every worker restores from the chief's checkpoints (non-chief workers only save to scratch).
+    latest = tf.train.latest_checkpoint(paths.checkpoint_dir)
+    if latest:
+        checkpoint.restore(latest).assert_existing_objects_matched()
         start = int(model.optimizer.iterations.numpy())
-        logging.info("Resumed %s from %s at step %d.", paths.run_id, manager.latest_checkpoint, start)
+        logging.info("Resumed %s from %s at step %d.", paths.run_id, latest, start)
     if start >= loop.total_steps:
         logging.info("Run %s already finished (%d steps).", paths.run_id, start)
         return {"step": start, "seconds": 0.0}
@@ -168,7 +170,7 @@ def run_training(model: keras.Model, make_dataset: Callable[[int], tf.data.Datas
     train_fn = model.train_function
     iterator = iter(strategy.experimental_distribute_dataset(make_dataset(start)))
     writer = tf.summary.create_file_writer(paths.log_dir if chief else os.path.join(ckpt_dir, "log"))
-    began, logs, last_good = time.time(), {}, manager.latest_checkpoint
+    began, logs, last_good = time.time(), {}, latest
     for metric in model.metrics:
         metric.reset_state()
     for step in range(start + 1, loop.total_steps + 1):
