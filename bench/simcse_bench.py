@@ -65,9 +65,10 @@ def main(argv):
                              data_path=FLAGS.data_path, train_steps_per_epoch=FLAGS.steps, pooling=FLAGS.pooling,
                              seed=FLAGS.seed, artifacts_dir=FLAGS.artifacts_dir, eval_each_epoch=False,
                              checkpoint_every=10_000, log_every=25))
+    train_seconds = round(time.time() - start, 1)  # before scoring, which takes minutes of its own
     trained = resolve_model(run["run_id"], artifacts_dir=FLAGS.artifacts_dir)
     results["unsup SimCSE"] = {**_sts(trained, FLAGS.data_path), "trec": _clusters(trained, FLAGS.data_path, out_dir),
-                               "run_id": run["run_id"], "train_seconds": round(time.time() - start, 1),
+                               "run_id": run["run_id"], "train_seconds": train_seconds,
                                "sentences": run["data"]["examples"]}
     print(f"unsup SimCSE from MiniLM: {FLAGS.steps} steps of 64 sentences ({','.join(FLAGS.train_data)}), "
           f"pooling {FLAGS.pooling}, seed {FLAGS.seed}")
