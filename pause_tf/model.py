@@ -159,6 +159,9 @@ class StsbModel(SiameseModel):
             raise ValueError(f"Unknown STS-B objective {objective!r}; expected one of {STSB_OBJECTIVES}.")
         self.objective = objective
         self.regressor = keras.layers.Dense(1, activation="relu", name="regressor")
+        # Built here: the cosine objective never calls it, and Keras warns about a model
+        # whose sublayer is still unbuilt after the first call. Its weights are published either way.
+        self.regressor.build((None, self.num_classes))
         self.loss_tracker = keras.metrics.Mean(name="loss")
 
     @property

@@ -63,9 +63,7 @@ def build_model(config: PauseConfig, strategy):
         else:
             model = StsbModel(encoder, objective=config.stsb_objective, **common_args)
         example = tf.constant(["a sentence", "another one"])
-        outputs = model({"premise": example, "hypothesis": example})
-        if config.task == "stsb":
-            model.regressor(outputs["logits"])  # build the head_mse regressor too
+        model({"premise": example, "hypothesis": example})
         if config.pretrained_weights:
             _restore_pretrained(model, config)
         schedule = WarmupPolynomialDecay(config.train_lr, config.total_steps, config.warmup_steps, config.end_lr)

@@ -74,6 +74,7 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(data_root, tmp_path):
     assert not os.path.exists(tmp_path / "model" / run_id)
 
 
+@pytest.mark.filterwarnings("error::UserWarning")  # e.g. Keras' "build() was called ... unbuilt state"
 def test_stsb_fine_tuning_from_a_pause_run_and_size_mismatch(data_root, tmp_path):
     pause = train(_config(data_root, tmp_path, train_epochs=1))
     for objective in ("cosine", "head_mse"):
