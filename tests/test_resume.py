@@ -10,13 +10,9 @@ import os
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from fixtures import write_sts_root
-
-
-class Killed(Exception):
-    pass
+from resume_check import full_and_resumed_runs, saved_weights
 
 
 def _declutr(root, artifacts_dir):
@@ -45,30 +41,13 @@ def _simcse(root, artifacts_dir):
     return train, config
 
 
-def _weights(model_dir):
-    path = os.path.join(model_dir, "weights")
-    reader = tf.train.load_checkpoint(path)
-    return {n: reader.get_tensor(n) for n, _ in tf.train.list_variables(path) if n.startswith("model/")}
-
-
 @pytest.mark.parametrize("method", [_declutr, _simcse], ids=["declutr", "simcse"])
 def test_resumed_run_equals_uninterrupted_run(method, tmp_path):
     root = write_sts_root(str(tmp_path / "data"))
     train, config = method(root, "")
-    full = train(dataclasses.replace(config, artifacts_dir=str(tmp_path / "a")))
-
-    def kill(step, model):
-        if step == 5:  # the last checkpoint is at step 3
-            raise Killed()
-
-    interrupted = dataclasses.replace(config, artifacts_dir=str(tmp_path / "b"))
-    with pytest.raises(Killed):
-        train(interrupted, after_step=kill)
-    run_id = os.listdir(tmp_path / "b" / "ckpt")[0]
-    assert not os.path.exists(tmp_path / "b" / "model" / run_id)  # no half-written artifact
-    resumed = train(dataclasses.replace(interrupted, resume=run_id))
-    assert resumed["run_id"] == run_id
-    a, b = _weights(full["model_dir"]), _weights(resumed["model_dir"])
+    # The last checkpoint is at step 3; the run is killed after step 5.
+    full, resumed = full_and_resumed_runs(train, config, tmp_path)
+    a, b = saved_weights(full["model_dir"]), saved_weights(resumed["model_dir"])
     assert a and a.keys() == b.keys()
     for name in a:
         np.testing.assert_allclose(a[name], b[name], atol=1e-6, err_msg=name)
@@ -76,5 +55,5 @@ def test_resumed_run_equals_uninterrupted_run(method, tmp_path):
     # The runs did train: the weights moved away from a fresh model of the same seed.
     start = train(dataclasses.replace(config, artifacts_dir=str(tmp_path / "c"), train_epochs=1,
                                       train_steps_per_epoch=1))
-    moved = _weights(start["model_dir"])
+    moved = saved_weights(start["model_dir"])
     assert any(not np.allclose(moved[n], a[n], atol=1e-6) for n in a)

@@ -11,6 +11,7 @@ from common.training import NonFiniteLossError
 from fixtures import write_senteval_snli, write_sts_root
 from pause_tf.config import PauseConfig
 from pause_tf.training import train
+from resume_check import full_and_resumed_runs, saved_weights
 
 
 @pytest.fixture(scope="module")
@@ -28,31 +29,10 @@ def _config(data_root, artifacts_dir, **overrides):
     return dataclasses.replace(base, **overrides)
 
 
-def _weights(model_dir):
-    reader = tf.train.load_checkpoint(os.path.join(model_dir, "weights"))
-    names = [n for n, _ in tf.train.list_variables(os.path.join(model_dir, "weights")) if n.startswith("model/")]
-    assert not [n for n in names if "optimizer" in n]
-    return {n: reader.get_tensor(n) for n in names}
-
-
-class Killed(Exception):
-    pass
-
-
 def test_resumed_run_equals_uninterrupted_run(data_root, tmp_path):
-    full = train(_config(data_root, tmp_path / "a"))
-
-    def kill(step, model):
-        if step == 5:  # the last checkpoint is at step 3
-            raise Killed()
-
-    with pytest.raises(Killed):
-        train(_config(data_root, tmp_path / "b"), after_step=kill)
-    run_id = os.listdir(tmp_path / "b" / "ckpt")[0]
-    assert not os.path.exists(tmp_path / "b" / "model" / run_id)  # no half-written artifact
-    resumed = train(_config(data_root, tmp_path / "b", resume=run_id))
-    assert resumed["run_id"] == run_id
-    a, b = _weights(full["model_dir"]), _weights(resumed["model_dir"])
+    # The last checkpoint is at step 3; the run is killed after step 5.
+    full, resumed = full_and_resumed_runs(train, _config(data_root, tmp_path), tmp_path)
+    a, b = saved_weights(full["model_dir"]), saved_weights(resumed["model_dir"])
     # Every weight is there: embeddings (token, position, segment, LayerNorm x2), 16 per
     # transformer layer, the pooler (2) and the head (4).
     assert a.keys() == b.keys() and len(a) == 5 + 16 * 2 + 2 + 4
@@ -86,7 +66,7 @@ def test_stsb_fine_tuning_from_a_pause_run_and_size_mismatch(data_root, tmp_path
 
     stsb_config = _config(data_root, tmp_path, task="stsb", pretrained_weights=pause["run_id"])
     start = build_model(stsb_config, tf.distribute.get_strategy())
-    saved = _weights(pause["model_dir"])
+    saved = saved_weights(pause["model_dir"])
     kernel = [v for n, v in saved.items() if "classifier/_kernel" in n]
     assert len(kernel) == 1
     np.testing.assert_array_equal(start.classifier.kernel.numpy(), kernel[0])
