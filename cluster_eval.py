@@ -15,9 +15,10 @@ import tensorflow as tf
 from absl import app, flags
 
 from common import artifacts
-from common.clustering import PROJECTIONS, cluster_scores, load_labelled_file, load_senteval_task, plot_projection, project_2d
+from common.evaluation.clustering import PROJECTIONS, cluster_scores, load_labelled_file, load_senteval_task, plot_projection, project_2d
 from common.flags import define_data_flags
-from common.resolve import MODEL_LOCATIONS, resolve_model, safe_name
+from common.artifacts import MODEL_LOCATIONS
+from common.evaluation.resolve import resolve_model, safe_name
 
 define_data_flags()
 flags.DEFINE_list("models", ["minilm"], "Models to compare: run IDs, paths or encoder specs.")

@@ -14,14 +14,16 @@ scores, sample counts, seconds and DeCLUTR's downstream and probing averages.
 
 from __future__ import annotations
 
+import sys
+
 import tensorflow as tf
 from absl import app, flags
 
 from common import artifacts
 from common.flags import define_data_flags, define_model_flags
-from common.resolve import resolve_model
-from common.senteval import CONFIGS, EmbeddingCache, evaluate_senteval, format_table, get_config
-from common.senteval.evaluate import tasks_to_run
+from common.evaluation.resolve import resolve_model
+from common.evaluation.senteval import CONFIGS, EmbeddingCache, evaluate_senteval, format_table, get_config
+from common.evaluation.senteval.evaluate import tasks_to_run
 
 # Sentences per task split above which encoding shows a progress bar.
 PROGRESS_MIN_SENTENCES = 2000
@@ -41,6 +43,10 @@ _CONFIG = flags.DEFINE_multi_enum(
 _SEED = flags.DEFINE_integer("seed", 1111, "Seed of folds, classifier initialisation and data order (SentEval's 1111).")
 _NHID = flags.DEFINE_integer("nhid", None, "Hidden units of an MLP classifier; default: the config's (0, logistic "
                              "regression).", lower_bound=0)
+_SCORE_TRAINING_DATA = flags.DEFINE_bool(
+    "score_training_data", False,
+    "Score tasks whose evaluation data the model was trained on (its config.json lists them, e.g. SNLI for a "
+    "model trained on SentEval's SNLI dev/test pairs); such scores are not held-out results.")
 FLAGS = flags.FLAGS
 
 
@@ -48,9 +54,16 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     configs = [get_config(name, _NHID.value) for name in dict.fromkeys(_CONFIG.value)]
-    tasks_to_run(_TASKS.value, FLAGS.data_path)  # unknown tasks and missing data fail before the model loads
+    chosen, _ = tasks_to_run(_TASKS.value, FLAGS.data_path)  # unknown tasks and missing data fail before loading
     embedder = resolve_model(FLAGS.model, FLAGS.artifacts_dir, FLAGS.model_location, FLAGS.gcs_bucket,
                              FLAGS.max_seq_len)
+    overlap = sorted(set(chosen) & set(embedder.trained_on))
+    if overlap and not _SCORE_TRAINING_DATA.value:
+        sys.stderr.write(
+            f"senteval_eval.py: {embedder.name} was trained on the evaluation data of {', '.join(overlap)} "
+            f"(its config.json, trained_on_evaluation_data), so its score there would not be a held-out result. "
+            f"Leave {', '.join(overlap)} out of --tasks, or pass --score_training_data to score it anyway.\n")
+        return 2
 
     def embed(sentences, desc):
         return embedder.embed(sentences, FLAGS.batch_size, progress=len(sentences) >= PROGRESS_MIN_SENTENCES,

@@ -6,14 +6,13 @@
 
 from __future__ import annotations
 
-import json
 
 from absl import app, flags
 
 from common import artifacts
 from common.flags import define_data_flags, define_model_flags
-from common.resolve import resolve_model
-from common.sts import evaluate_sts, format_table, format_txt
+from common.evaluation.resolve import resolve_model
+from common.evaluation.sts import evaluate_sts, format_table, format_txt
 
 define_data_flags()
 define_model_flags()

@@ -1,6 +1,6 @@
 """DeCLUTR ablation from the offline MiniLM on the shared documents.
 
-    .venv/bin/python bench/declutr_bench.py --data_path=../shared/data
+    .venv/bin/python -m bench.declutr_bench --data_path=../shared/data
 
 Continues training MiniLM for a fixed budget with contrastive + MLM, contrastive
 only and MLM only (same steps, seed and spans), and scores each and the
@@ -11,15 +11,11 @@ suite. Writes artifacts/bench/declutr_bench.json.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from absl import app, flags  # noqa: E402
+from absl import app, flags
 
 flags.DEFINE_string("data_path", "data", "Data root (holds downstream/ and documents/).")
 flags.DEFINE_string("artifacts_dir", "artifacts/bench", "Where the benchmark runs are written.")
@@ -37,8 +33,8 @@ FLAGS = flags.FLAGS
 
 
 def _scores(embedder, data_path):
-    from common.senteval import EmbeddingCache, evaluate_senteval, get_config
-    from common.sts import sickr_test_spearman, stsb_dev_spearman
+    from common.evaluation.senteval import EmbeddingCache, evaluate_senteval, get_config
+    from common.evaluation.sts import sickr_test_spearman, stsb_dev_spearman
 
     embed = lambda s: embedder.embed(s, progress=False)  # noqa: E731
     out = {"stsb_dev": stsb_dev_spearman(embed, data_path), "sickr_test": sickr_test_spearman(embed, data_path)}
@@ -53,19 +49,19 @@ def _scores(embedder, data_path):
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    from common.resolve import resolve_model
-    from declutr_tf.config import DeclutrConfig
-    from declutr_tf.training import train
+    from common.evaluation.resolve import resolve_model
+    from common.training.registry import build_config
+    from common.training.runs import train
 
-    base = DeclutrConfig(model="minilm", train_data=tuple(FLAGS.train_data), data_path=FLAGS.data_path,
-                         train_epochs=1, train_steps_per_epoch=FLAGS.steps, batch_size=FLAGS.batch_size,
-                         min_span_len=FLAGS.min_span_len, max_span_len=FLAGS.max_span_len,
-                         max_seq_len=FLAGS.max_seq_len, seed=FLAGS.seed, artifacts_dir=FLAGS.artifacts_dir,
-                         eval_each_epoch=False, checkpoint_every=10_000, log_every=20)
+    base = build_config("declutr", dict(
+        model="minilm", train_data=tuple(FLAGS.train_data), data_path=FLAGS.data_path, train_epochs=1,
+        train_steps_per_epoch=FLAGS.steps, batch_size=FLAGS.batch_size, min_span_len=FLAGS.min_span_len,
+        max_span_len=FLAGS.max_span_len, max_seq_len=FLAGS.max_seq_len, seed=FLAGS.seed,
+        artifacts_dir=FLAGS.artifacts_dir, eval_each_epoch=False, checkpoint_every=10_000, log_every=20))
     variants = {
         "contrastive + MLM": base,
-        "contrastive only": dataclasses.replace(base, mlm=False),
-        "MLM only": dataclasses.replace(base, contrastive=False),
+        "contrastive only": base.replace(mlm=False),
+        "MLM only": base.replace(contrastive=False),
     }
     results = {"untrained MiniLM": _scores(resolve_model("minilm"), FLAGS.data_path)}
     for name, config in variants.items():

@@ -1,22 +1,17 @@
 """Encoding throughput of an encoder on STS sentences: dynamic padding (length-
 sorted batches padded to their longest sentence) vs padding every sentence to 128.
 
-    .venv/bin/python bench/encode_throughput.py --data_path=../shared/data --sentences=4096
+    .venv/bin/python -m bench.encode_throughput --data_path=../shared/data --sentences=4096
 
 Not part of the test suite; run it on an otherwise idle machine.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import os
 import random
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from absl import app, flags  # noqa: E402
+from absl import app, flags
 
 flags.DEFINE_string("data_path", "data", "Data root (holds downstream/).")
 flags.DEFINE_string("model", "minilm", "Encoder spec.")
@@ -32,9 +27,9 @@ def main(argv):
     import numpy as np
     import tensorflow as tf
 
-    from common.embedding import embed_sentences
-    from common.encoder import EncoderConfig, build_encoder
-    from common.sts import load_all
+    from common.evaluation.embedding import embed_sentences
+    from common.models.encoder import EncoderConfig, build_encoder
+    from common.data.sts import load_all
 
     sets = load_all(FLAGS.data_path)
     pool = sorted({s for g in sets.values() for ps in g.values() for s in ps.sentences1 + ps.sentences2})

@@ -1,6 +1,6 @@
 """PAUSE vs its ablations from the offline MiniLM on the shared SNLI pairs.
 
-    .venv/bin/python bench/pause_bench.py --data_path=../shared/data
+    .venv/bin/python -m bench.pause_bench --data_path=../shared/data
 
 Same steps, seed and 5 % labels for: (a) PAUSE, (b) supervised only (cross-
 entropy on the same 5 % of labels, batches all labelled, no PU term), (c) PAUSE
@@ -12,15 +12,11 @@ Writes artifacts/bench/pause_bench.json.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from absl import app, flags  # noqa: E402
+from absl import app, flags
 
 flags.DEFINE_string("data_path", "data", "Data root (holds downstream/).")
 flags.DEFINE_string("artifacts_dir", "artifacts/bench", "Where the benchmark runs are written.")
@@ -35,18 +31,17 @@ FLAGS = flags.FLAGS
 
 
 def _scores(embed, data_path):
-    from common.sts import sickr_test_spearman, stsb_dev_spearman
+    from common.evaluation.sts import sickr_test_spearman, stsb_dev_spearman
 
     return {"stsb_dev": stsb_dev_spearman(embed, data_path), "sickr_test": sickr_test_spearman(embed, data_path)}
 
 
 def _throughput(base, pad):
-    from pause_tf.training import train
+    from common.training.runs import train
 
     times = []
-    config = dataclasses.replace(base, train_epochs=1, train_steps_per_epoch=FLAGS.throughput_steps,
-                                 max_seq_len=128, pad_to_multiple_of=pad, eval_each_epoch=False,
-                                 checkpoint_every=10_000, log_every=10_000)
+    config = base.replace(train_epochs=1, train_steps_per_epoch=FLAGS.throughput_steps, max_seq_len=128,
+                          pad_to_multiple_of=pad, eval_each_epoch=False, checkpoint_every=10_000, log_every=10_000)
     train(config, after_step=lambda step, model: times.append(time.perf_counter()))
     timed = times[5:]
     return FLAGS.batch_size * (len(timed) - 1) / (timed[-1] - timed[0])
@@ -55,19 +50,19 @@ def _throughput(base, pad):
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    from common.resolve import resolve_model
-    from pause_tf.config import PauseConfig
-    from pause_tf.training import train
+    from common.evaluation.resolve import resolve_model
+    from common.training.registry import build_config
+    from common.training.runs import train
 
-    base = PauseConfig(model="minilm", train_data=("senteval:dev", "senteval:test"), data_path=FLAGS.data_path,
-                       train_epochs=FLAGS.train_epochs, train_steps_per_epoch=FLAGS.train_steps_per_epoch,
-                       batch_size=FLAGS.batch_size, max_seq_len=128, pos_sample_prec=FLAGS.pos_sample_prec,
-                       seed=FLAGS.seed, artifacts_dir=FLAGS.artifacts_dir, eval_each_epoch=False,
-                       checkpoint_every=10_000, log_every=20)
+    base = build_config("pause", dict(
+        model="minilm", train_data=("senteval:dev", "senteval:test"), data_path=FLAGS.data_path,
+        train_epochs=FLAGS.train_epochs, train_steps_per_epoch=FLAGS.train_steps_per_epoch,
+        batch_size=FLAGS.batch_size, max_seq_len=128, pos_sample_prec=FLAGS.pos_sample_prec, seed=FLAGS.seed,
+        artifacts_dir=FLAGS.artifacts_dir, eval_each_epoch=False, checkpoint_every=10_000, log_every=20))
     variants = {
         "(a) PAUSE": base,
-        "(b) supervised only": dataclasses.replace(base, annealing="off", labeled_batch_fraction=1.0),
-        "(c) PAUSE, per-epoch annealing": dataclasses.replace(base, annealing="per_epoch"),
+        "(b) supervised only": base.replace(annealing="off", labeled_batch_fraction=1.0),
+        "(c) PAUSE, per-epoch annealing": base.replace(annealing="per_epoch"),
     }
     if FLAGS.throughput_only:
         throughput = {"dynamic": _throughput(base, 1), "fixed 128": _throughput(base, 128)}

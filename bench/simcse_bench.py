@@ -1,6 +1,6 @@
 """Unsupervised SimCSE from the offline MiniLM, and the clustering evaluation on TREC.
 
-    .venv/bin/python bench/simcse_bench.py --data_path=../shared/data
+    .venv/bin/python -m bench.simcse_bench --data_path=../shared/data
 
 Trains unsup SimCSE for a fixed budget on sentences of the shared data (SNLI dev+test
 sentences by default), reports STS-B dev and SICK-R test Spearman before and after,
@@ -13,12 +13,9 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from absl import app, flags  # noqa: E402
+from absl import app, flags
 
 flags.DEFINE_string("data_path", "data", "Data root (holds downstream/).")
 flags.DEFINE_string("artifacts_dir", "artifacts/bench", "Where the run and pictures are written.")
@@ -30,7 +27,7 @@ FLAGS = flags.FLAGS
 
 
 def _sts(embedder, data_path):
-    from common.sts import sickr_test_spearman, stsb_dev_spearman
+    from common.evaluation.sts import sickr_test_spearman, stsb_dev_spearman
 
     embed = lambda s: embedder.embed(s, progress=False)  # noqa: E731
     return {"stsb_dev": stsb_dev_spearman(embed, data_path), "sickr_test": sickr_test_spearman(embed, data_path)}
@@ -38,7 +35,7 @@ def _sts(embedder, data_path):
 
 def _clusters(embedder, data_path, out_dir):
     from common import artifacts
-    from common.clustering import cluster_scores, load_senteval_task, plot_projection, project_2d
+    from common.evaluation.clustering import cluster_scores, load_senteval_task, plot_projection, project_2d
 
     texts, labels = load_senteval_task(data_path, "TREC", "train")
     vectors = embedder.embed(texts, progress=False)
@@ -52,19 +49,19 @@ def _clusters(embedder, data_path, out_dir):
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    from common.resolve import resolve_model
-    from simcse_tf.config import SimcseConfig
-    from simcse_tf.training import train
+    from common.evaluation.resolve import resolve_model
+    from common.training.registry import build_config
+    from common.training.runs import train
 
     out_dir = os.path.join(FLAGS.artifacts_dir, "test")
     os.makedirs(out_dir, exist_ok=True)
     minilm = resolve_model("minilm")
     results = {"untrained MiniLM": {**_sts(minilm, FLAGS.data_path), "trec": _clusters(minilm, FLAGS.data_path, out_dir)}}
     start = time.time()
-    run = train(SimcseConfig(mode="unsup", model="minilm", train_data=tuple(FLAGS.train_data),
-                             data_path=FLAGS.data_path, train_steps_per_epoch=FLAGS.steps, pooling=FLAGS.pooling,
-                             seed=FLAGS.seed, artifacts_dir=FLAGS.artifacts_dir, eval_each_epoch=False,
-                             checkpoint_every=10_000, log_every=25))
+    run = train(build_config("simcse", dict(
+        simcse_mode="unsup", model="minilm", train_data=tuple(FLAGS.train_data), data_path=FLAGS.data_path,
+        train_steps_per_epoch=FLAGS.steps, pooling=FLAGS.pooling, seed=FLAGS.seed, artifacts_dir=FLAGS.artifacts_dir,
+        eval_each_epoch=False, checkpoint_every=10_000, log_every=25)))
     train_seconds = round(time.time() - start, 1)  # before scoring, which takes minutes of its own
     trained = resolve_model(run["run_id"], artifacts_dir=FLAGS.artifacts_dir)
     results["unsup SimCSE"] = {**_sts(trained, FLAGS.data_path), "trec": _clusters(trained, FLAGS.data_path, out_dir),

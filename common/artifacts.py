@@ -1,4 +1,4 @@
-"""Run IDs, the artifacts layout, atomic writes, and `--model` resolution.
+"""Run IDs, the artifacts layout, atomic writes, and where a run ID's model lives.
 
 Layout under an artifacts root (local or `gs://`), keyed by timestamp IDs:
     model/<ID>/       final model (embedding SavedModel, config.json, ...)
@@ -20,6 +20,9 @@ import tensorflow as tf
 
 RUN_ID_FORMAT = "%Y%m%d-%H%M%S"
 RUN_ID_PATTERN = re.compile(r"^\d{8}-\d{6}$")
+# Where `--model=<run ID>` looks: the local artifacts root, or gs://<bucket>/model/<ID>.
+MODEL_LOCATIONS = ("local", "gcs")
+LATEST = "latest"
 _RESERVATION_DIR = "ids"
 
 
@@ -115,3 +118,49 @@ def write_json(path: str, obj: Dict[str, Any]) -> None:
     with tf.io.gfile.GFile(tmp, "w") as f:
         f.write(json.dumps(obj, indent=2, sort_keys=False) + "\n")
     tf.io.gfile.rename(tmp, path, overwrite=True)
+
+
+def latest_run_id(artifacts_dir: str) -> str:
+    """The newest run ID under `<artifacts_dir>/model/`."""
+    root = join(artifacts_dir, "model")
+    ids = sorted(d.rstrip("/") for d in tf.io.gfile.listdir(root)) if tf.io.gfile.exists(root) else []
+    ids = [i for i in ids if RUN_ID_PATTERN.match(i)]
+    if not ids:
+        raise FileNotFoundError(f"--model=latest: no trained model under {root}.")
+    return ids[-1]
+
+
+def model_path(model: str, artifacts_dir: str = "artifacts", model_location: str = "local",
+               gcs_bucket: Optional[str] = None) -> Optional[str]:
+    """The directory a `--model` value names, or None for an encoder spec.
+
+    "latest" is the newest run ID under `<artifacts_dir>/model/`. A run ID maps
+    to `<artifacts_dir>/model/<ID>` (which must exist) or, with
+    `model_location="gcs"`, to `gs://<gcs_bucket>/model/<ID>` as the original
+    code did; a `gs://` URL or an existing local path is returned as is.
+
+    Raises:
+        ValueError: for an unknown location, an empty model or a missing bucket.
+        FileNotFoundError: for a local run ID that does not exist.
+    """
+    if model_location not in MODEL_LOCATIONS:
+        raise ValueError(f"--model_location must be one of {MODEL_LOCATIONS}, got {model_location!r}.")
+    if not model:
+        raise ValueError("--model is empty; give a run ID, a path or an encoder spec.")
+    if model == LATEST:
+        model = latest_run_id(artifacts_dir)
+    if RUN_ID_PATTERN.match(model):
+        if model_location == "gcs":
+            if not gcs_bucket:
+                raise ValueError("--model_location=gcs needs --gcs_bucket.")
+            return f"gs://{gcs_bucket.removeprefix('gs://').strip('/')}/model/{model}"
+        path = model_dir(artifacts_dir, model)
+        if not tf.io.gfile.exists(path):
+            root = join(artifacts_dir, "model")
+            known = sorted(d.rstrip("/") for d in tf.io.gfile.listdir(root)) if tf.io.gfile.exists(root) else []
+            known = [k for k in known if RUN_ID_PATTERN.match(k)]
+            raise FileNotFoundError(f"No model with ID {model} in {root}; IDs there: {known[-10:] or 'none'}.")
+        return path
+    if model.startswith("gs://") or os.path.exists(model):
+        return model
+    return None

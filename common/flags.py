@@ -1,18 +1,32 @@
-"""absl flags shared by the scripts, defined once."""
+"""absl flags shared by the scripts, defined once; training flags are generated from the configs."""
 
 from __future__ import annotations
 
+import dataclasses
+import typing
+from typing import Dict, List, Sequence, Tuple
+
 from absl import flags
 
-from common.resolve import MODEL_LOCATIONS
+from common.artifacts import MODEL_LOCATIONS
+from common.training import registry
+from common.training.config import SECTIONS, RunSection, TrainConfig, field_types, flag_name
+
+
+def _run_field(name: str) -> dataclasses.Field:
+    return next(f for f in dataclasses.fields(RunSection) if f.name == name)
 
 
 def define_data_flags() -> None:
-    flags.DEFINE_string("data_path", "data", "Data root in SentEval's layout (<root>/downstream/STS/...).")
+    """--data_path, as training defines it (`RunSection.data_path`)."""
+    field = _run_field("data_path")
+    flags.DEFINE_string("data_path", field.default, field.metadata["help"])
 
 
 def define_artifact_flags() -> None:
-    flags.DEFINE_string("artifacts_dir", "artifacts", "Root of model/, log/, ckpt/ and test/.")
+    """--artifacts_dir, as training defines it (`RunSection.artifacts_dir`)."""
+    field = _run_field("artifacts_dir")
+    flags.DEFINE_string("artifacts_dir", field.default, field.metadata["help"])
 
 
 def define_model_flags(default_model: str = "minilm") -> None:
@@ -28,3 +42,114 @@ def define_model_flags(default_model: str = "minilm") -> None:
     flags.DEFINE_integer("max_seq_len", None,
                          "Truncation length for encoder specs; default: the model's own (256 for MiniLM) or 128.")
     flags.DEFINE_integer("batch_size", 128, "Sentences per encoding batch.", lower_bound=1)
+
+
+# === Training flags, generated from the configs of the registered methods ===
+
+RESUME_KEEPS = ("resume", "artifacts_dir", "strategy", "tpu", "method")
+
+
+def _flag_kind(annotation, field):
+    """The absl DEFINE function for a config field's type."""
+    if typing.get_origin(annotation) is typing.Union:  # Optional[X]
+        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+    if field.metadata.get("choices"):
+        return "enum"
+    if typing.get_origin(annotation) is tuple:
+        return "list"
+    return {bool: "bool", int: "integer", float: "float", str: "string"}[annotation]
+
+
+def _format_default(value) -> str:
+    if isinstance(value, tuple):
+        return ",".join(value) if value else "''"
+    if isinstance(value, str):
+        return value or "''"
+    return str(value)
+
+
+def _defaults_help(name: str, owners: Sequence[str]) -> str:
+    by_method = {m: _format_default(registry.get(m).default_of(name)) for m in owners}
+    if len(set(by_method.values())) == 1:
+        return f"[default: {next(iter(by_method.values()))}]"
+    return "[" + "; ".join(f"{m}: {v}" for m, v in by_method.items()) + "]"
+
+
+def define_train_flags(flag_values: flags.FlagValues = flags.FLAGS) -> Dict[str, List[str]]:
+    """Defines --method and one flag per config field of every registered method.
+
+    Every flag defaults to None ("the method's default", shown in its help), so a
+    flag that was given can be told from one that was not. Shared flags are
+    listed under "train.py: every method" in --helpfull, the others under the
+    methods that use them.
+
+    Returns:
+        Flag name -> names of the methods that use it.
+    """
+    found = registry.methods()
+    flags.DEFINE_enum("method", "pause", list(found), "Training method: " + "; ".join(
+        f"{name}: {m.description}" for name, m in found.items()), flag_values=flag_values)
+    owners: Dict[str, List[str]] = {}
+    fields: Dict[str, Tuple[dataclasses.Field, type]] = {}
+    for name, method in found.items():
+        for cls in (*SECTIONS.values(), method.options):
+            types = field_types(cls)
+            for field in dataclasses.fields(cls):
+                flag = flag_name(field)
+                owners.setdefault(flag, []).append(name)
+                kind = _flag_kind(types[field.name], field)
+                if flag in fields and _flag_kind(fields[flag][1], fields[flag][0]) != kind:
+                    raise ValueError(f"Setting --{flag} has different types in different methods.")
+                fields.setdefault(flag, (field, types[field.name]))
+    # absl.logging defines --log_dir for log files it writes only on request; the
+    # original PAUSE flag of that name (the TensorBoard directory) takes its place.
+    if "log_dir" in flag_values:
+        delattr(flag_values, "log_dir")
+    for flag, (field, annotation) in fields.items():
+        users = owners[flag]
+        module = "train.py: every method" if len(users) == len(found) else "method " + ", ".join(users)
+        help_text = f"{field.metadata.get('help', '')} {_defaults_help(flag, users)}"
+        kind = _flag_kind(annotation, field)
+        args = dict(flag_values=flag_values, module_name=module)
+        if kind == "enum":
+            flags.DEFINE_enum(flag, None, list(field.metadata["choices"]), help_text, **args)
+        else:
+            getattr(flags, f"DEFINE_{kind}")(flag, None, help_text, **args)
+    return owners
+
+
+def given_settings(flag_values: flags.FlagValues, names: Sequence[str]) -> Dict[str, object]:
+    """The settings given on the command line (flags left unset are not included)."""
+    return {name: flag_values[name].value for name in names if flag_values[name].present}
+
+
+def train_config_from_flags(flag_values: flags.FlagValues, owners: Dict[str, List[str]]) -> TrainConfig:
+    """The TrainConfig the command line asks for.
+
+    Raises:
+        ValueError: for a flag that the chosen method does not use (naming it and
+            the methods that do), or flags given with --resume that it would ignore.
+    """
+    given = given_settings(flag_values, list(owners))
+    method = flag_values["method"].value
+    if given.get("resume"):
+        from common.training.runs import load_run_config
+
+        saved = load_run_config(flag_values["artifacts_dir"].value or RunSection.artifacts_dir, given["resume"])
+        if flag_values["method"].present and method != saved.method:
+            raise ValueError(f"--resume={given['resume']} is a {saved.method} run, not --method={method}; "
+                             "resume without --method.")
+        method = saved.method
+        ignored = sorted(set(given) - set(RESUME_KEEPS))
+        if ignored:
+            raise ValueError(
+                f"--resume={given['resume']} continues the run with its saved settings; "
+                f"{', '.join('--' + n for n in ignored)} would be ignored. Resume with --resume (and "
+                "--artifacts_dir, --strategy, --tpu) alone, or start a new run with the new settings.")
+        return registry.build_config(method, given)
+    unused = [name for name in given if method not in owners[name]]
+    if unused:
+        details = "; ".join(f"--{n} is a setting of {', '.join(owners[n])}" for n in unused)
+        raise ValueError(f"--method={method} does not use {', '.join('--' + n for n in unused)} ({details}). "
+                         "Remove the flag, or choose the method it belongs to.")
+    return registry.build_config(method, given)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from typing import List
 
 import numpy as np
 import tensorflow as tf
 
-from common.data import DATA_HELP, open_data_file
-from common.sampling import StreamSampler
+from common.data.fingerprint import fingerprint_rows
+from common.data.files import DATA_HELP, open_data_file
+from common.data.sampling import StreamSampler
 from declutr_tf.span_sampling import SpanConfig, sample_spans
 
 
@@ -23,10 +23,7 @@ class Documents:
     sources: List[str]
 
     def fingerprint(self) -> str:
-        h = hashlib.sha256()
-        for doc in self.tokens:
-            h.update(" ".join(doc).encode("utf-8") + b"\n")
-        return h.hexdigest()
+        return fingerprint_rows(" ".join(doc) for doc in self.tokens)
 
 
 def _files(path: str) -> List[str]:

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from typing import Mapping, Optional
 
-import keras
 import tensorflow as tf
 
-from common.contrastive import nt_xent_loss
-from common.distribute import replica_sum
-from common.encoder import SentenceEncoder
-from common.training import apply_gradients, clip_by_global_norm_across_replicas, step_outputs
-from declutr_tf.mlm import MaskedLMHead, masked_lm_statistics
+from common.models.encoder import SentenceEncoder
+from common.models.masked_lm import MaskedLMHead, masked_lm_statistics
+from common.training.contrastive import nt_xent_loss
+from common.training.distribute import replica_sum
+from common.training.method import MethodModel
 
 
-class DeclutrModel(keras.Model):
+class DeclutrModel(MethodModel):
     """Anchors and positives through one shared encoder (masked mean pooling).
 
     Each anchor is paired with the mean of its P positive embeddings; the loss is
@@ -29,39 +28,28 @@ class DeclutrModel(keras.Model):
         temperature: float. Defaults to 0.05.
         mlm_head: MaskedLMHead or None (no MLM: `--mlm=false`).
         contrastive: bool. False trains MLM only (the paper's ablation).
-        clip_norm: float or None. Global gradient norm clip, applied to the
-            global-batch gradient (Keras' `global_clipnorm` would clip each
-            replica's gradient separately).
+        **kwargs: passed to MethodModel (`clip_norm`: the paper clips the
+            global gradient norm to 1).
     """
 
+    metric_names = ("loss", "contrastive", "mlm")
+
     def __init__(self, encoder: SentenceEncoder, num_positives: int, temperature: float = 0.05,
-                 mlm_head: Optional[MaskedLMHead] = None, contrastive: bool = True,
-                 clip_norm: Optional[float] = 1.0, **kwargs):
-        super().__init__(**kwargs)
+                 mlm_head: Optional[MaskedLMHead] = None, contrastive: bool = True, **kwargs):
+        super().__init__(encoder, **kwargs)
         if mlm_head is None and not contrastive:
             raise ValueError("DeCLUTR needs at least one objective: contrastive or MLM.")
-        self.encoder = encoder
         self.mlm_head = mlm_head
         self.num_positives = num_positives
         self.temperature = temperature
         self.contrastive = contrastive
-        self.clip_norm = clip_norm
-        self.loss_tracker = keras.metrics.Mean(name="loss")
-        self.contrastive_tracker = keras.metrics.Mean(name="contrastive")
-        self.mlm_tracker = keras.metrics.Mean(name="mlm")
 
-    @property
-    def metrics(self):
-        return [self.loss_tracker, self.contrastive_tracker, self.mlm_tracker]
-
-    def weights_checkpoint(self) -> tf.train.Checkpoint:
+    def published_layers(self):
+        """The encoder, and the MLM head (so that MLM can continue from the artifact)."""
         parts = {"encoder": self.encoder}
         if self.mlm_head is not None:
             parts["mlm_head"] = self.mlm_head
-        return tf.train.Checkpoint(model=tf.train.Checkpoint(**parts))
-
-    def call(self, inputs: Mapping[str, object], training: bool = False):
-        return self.encoder(inputs, training=training)
+        return parts
 
     def compute_losses(self, data: Mapping[str, Mapping[str, tf.Tensor]], training: bool):
         """The global-batch DeCLUTR loss.
@@ -89,22 +77,3 @@ class DeclutrModel(keras.Model):
             local += stats["mlm_sum"] / count
             mlm = tf.stop_gradient(replica_sum(stats["mlm_sum"])) / count
         return {"loss": local, "total": contrastive + mlm, "contrastive": contrastive, "mlm": mlm}
-
-    def _update_metrics(self, out):
-        self.loss_tracker.update_state(out["total"])
-        self.contrastive_tracker.update_state(out["contrastive"])
-        self.mlm_tracker.update_state(out["mlm"])
-
-    def train_step(self, data):
-        with tf.GradientTape() as tape:
-            out = self.compute_losses(data, training=True)
-        grads = tape.gradient(out["loss"], self.trainable_variables)
-        if self.clip_norm:
-            grads = clip_by_global_norm_across_replicas(grads, self.clip_norm)
-        apply_gradients(self.optimizer, grads, self.trainable_variables)
-        self._update_metrics(out)
-        return step_outputs(self.metrics)
-
-    def test_step(self, data):
-        self._update_metrics(self.compute_losses(data, training=False))
-        return step_outputs(self.metrics)

@@ -13,40 +13,41 @@ from typing import Dict, Mapping, Optional
 import keras
 import tensorflow as tf
 
-from common.distribute import replica_sum
-from common.training import apply_gradients, step_outputs
-from common.encoder import SentenceEncoder
+from common.models.encoder import SentenceEncoder
+from common.training.distribute import replica_sum
+from common.training.method import MethodModel
 from pause_tf.annealing import pu_weight
+from pause_tf.config import STSB_OBJECTIVES
 from pause_tf.losses import pause_loss
 
-STSB_OBJECTIVES = ("cosine", "head_mse")
 
-
-class SiameseModel(keras.Model):
+class SiameseModel(MethodModel):
     """Shared-encoder sentence-pair model.
 
     Args:
         encoder: SentenceEncoder. Embeds each side; its `pooled` output is used.
         num_classes: int. Number of NLI classes. Defaults to 3.
         hidden_units: int. Width of the ELU layer. Defaults to 128.
+        **kwargs: passed to MethodModel (`clip_norm`, `name`).
     """
 
+    pair_outputs = ("logits", "cos_sim", "angular_sim")
+
     def __init__(self, encoder: SentenceEncoder, num_classes: int = 3, hidden_units: int = 128, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(encoder, **kwargs)
         # === Layers ===
-        self.encoder = encoder
         self.hidden = keras.layers.Dense(hidden_units, activation="elu", name="hidden")
         self.classifier = keras.layers.Dense(num_classes, name="classifier")
         # === Config ===
         self.num_classes = num_classes
         self.hidden_units = hidden_units
 
-    def weights_checkpoint(self) -> tf.train.Checkpoint:
-        """The published weights: encoder and head, without optimizer state."""
+    def published_layers(self):
+        """Encoder and classification head (and an STS-B regressor where there is one)."""
         parts = {"encoder": self.encoder, "hidden": self.hidden, "classifier": self.classifier}
         if getattr(self, "regressor", None) is not None and self.regressor.built:
             parts["regressor"] = self.regressor
-        return tf.train.Checkpoint(model=tf.train.Checkpoint(**parts))
+        return parts
 
     def call(self, inputs: Mapping[str, object], training: bool = False) -> Dict[str, tf.Tensor]:
         """Encodes `inputs["premise"]` and `inputs["hypothesis"]` (strings or token dicts).
@@ -77,6 +78,8 @@ class PauseModel(SiameseModel):
         **kwargs: passed to SiameseModel.
     """
 
+    metric_names = ("loss", "ce", "pu", "pu_weight", "accuracy", "labelled_fraction")
+
     def __init__(self, encoder: SentenceEncoder, prior: float = 1.0 / 3.0, total_steps: int = 1,
                  annealing: str = "global", anneal_power: float = 3.0,
                  steps_per_epoch: Optional[int] = None, **kwargs):
@@ -86,17 +89,6 @@ class PauseModel(SiameseModel):
         self.annealing = annealing
         self.anneal_power = anneal_power
         self.steps_per_epoch = steps_per_epoch
-        self.loss_tracker = keras.metrics.Mean(name="loss")
-        self.ce_tracker = keras.metrics.Mean(name="ce")
-        self.pu_tracker = keras.metrics.Mean(name="pu")
-        self.weight_tracker = keras.metrics.Mean(name="pu_weight")
-        self.accuracy_tracker = keras.metrics.Mean(name="accuracy")
-        self.labelled_tracker = keras.metrics.Mean(name="labelled_fraction")
-
-    @property
-    def metrics(self):
-        return [self.loss_tracker, self.ce_tracker, self.pu_tracker, self.weight_tracker,
-                self.accuracy_tracker, self.labelled_tracker]
 
     def current_pu_weight(self) -> tf.Tensor:
         return pu_weight(self.optimizer.iterations, self.total_steps, self.anneal_power, self.annealing,
@@ -109,36 +101,24 @@ class PauseModel(SiameseModel):
             data: (inputs, labels) as the training dataset yields them.
 
         Returns:
-            The model outputs and `loss` (this replica's share), `total`, `ce`, `pu`.
+            The model outputs and `loss` (this replica's share), `total`, `ce`,
+            `pu` and `pu_weight`.
         """
         inputs, labels = data
         out = self(inputs, training=training)
-        losses = pause_loss(out["logits"], labels, self.prior, self.current_pu_weight(), replica_sum)
-        return {**out, **losses}
+        weight = self.current_pu_weight()
+        losses = pause_loss(out["logits"], labels, self.prior, weight, replica_sum)
+        return {**out, **losses, "pu_weight": weight}
 
-    def _update_metrics(self, out, labels):
-        labels = tf.reshape(tf.cast(labels, tf.int32), [-1])
+    def update_metrics(self, data, out):
+        labels = tf.reshape(tf.cast(data[1], tf.int32), [-1])
         labelled = tf.cast(labels >= 0, tf.float32)
         correct = tf.cast(tf.equal(tf.argmax(out["logits"], -1, output_type=tf.int32), labels), tf.float32)
+        for name in ("loss", "ce", "pu", "pu_weight"):
+            self.trackers[name].update_state(out["total"] if name == "loss" else out[name])
         # Accuracy over labelled rows only: unlabelled rows (label -1) are not wrong, they are unknown.
-        self.accuracy_tracker.update_state(correct, sample_weight=labelled)
-        self.labelled_tracker.update_state(labelled)
-        self.loss_tracker.update_state(out["total"])
-        self.ce_tracker.update_state(out["ce"])
-        self.pu_tracker.update_state(out["pu"])
-        self.weight_tracker.update_state(self.current_pu_weight())
-
-    def train_step(self, data):
-        with tf.GradientTape() as tape:
-            out = self.compute_losses(data, training=True)
-        apply_gradients(self.optimizer, tape.gradient(out["loss"], self.trainable_variables), self.trainable_variables)
-        self._update_metrics(out, data[1])
-        return step_outputs(self.metrics)
-
-    def test_step(self, data):
-        out = self.compute_losses(data, training=False)
-        self._update_metrics(out, data[1])
-        return step_outputs(self.metrics)
+        self.trackers["accuracy"].update_state(correct, sample_weight=labelled)
+        self.trackers["labelled_fraction"].update_state(labelled)
 
 
 class StsbModel(SiameseModel):
@@ -162,11 +142,6 @@ class StsbModel(SiameseModel):
         # Built here: the cosine objective never calls it, and Keras warns about a model
         # whose sublayer is still unbuilt after the first call. Its weights are published either way.
         self.regressor.build((None, self.num_classes))
-        self.loss_tracker = keras.metrics.Mean(name="loss")
-
-    @property
-    def metrics(self):
-        return [self.loss_tracker]
 
     def predict_scores(self, inputs, training: bool = False) -> tf.Tensor:
         """Predicted similarity on the 0-5 scale, [batch]."""
@@ -175,7 +150,9 @@ class StsbModel(SiameseModel):
             return out["cos_sim"] * 5.0
         return tf.squeeze(self.regressor(out["logits"]), -1)
 
-    def _loss(self, inputs, scores, training):
+    def compute_losses(self, data, training: bool) -> Dict[str, tf.Tensor]:
+        """Squared error of the predicted similarity: this replica's share and the global mean."""
+        inputs, scores = data
         scores = tf.reshape(tf.cast(scores, tf.float32), [-1])
         pred = self.predict_scores(inputs, training)
         if self.objective == "cosine":
@@ -184,18 +161,4 @@ class StsbModel(SiameseModel):
             err = (pred - scores) ** 2
         count = replica_sum(tf.cast(tf.size(err), tf.float32))
         total = tf.reduce_sum(err)
-        return total / count, replica_sum(tf.stop_gradient(total)) / count
-
-    def train_step(self, data):
-        inputs, scores = data
-        with tf.GradientTape() as tape:
-            local, global_value = self._loss(inputs, scores, training=True)
-        apply_gradients(self.optimizer, tape.gradient(local, self.trainable_variables), self.trainable_variables)
-        self.loss_tracker.update_state(global_value)
-        return step_outputs(self.metrics)
-
-    def test_step(self, data):
-        inputs, scores = data
-        _, global_value = self._loss(inputs, scores, training=False)
-        self.loss_tracker.update_state(global_value)
-        return step_outputs(self.metrics)
+        return {"loss": total / count, "total": replica_sum(tf.stop_gradient(total)) / count}

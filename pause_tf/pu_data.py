@@ -13,8 +13,8 @@ from typing import List, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from common.nli import NliPairs
-from common.sampling import StreamSampler, batches_dataset
+from common.data.nli import NliPairs
+from common.data.sampling import StreamSampler, batches_dataset
 from pause_tf.losses import UNLABELED
 
 

@@ -1,63 +1,47 @@
-"""Configuration of a SimCSE run (written next to its artifacts as config.json)."""
+"""SimCSE's own settings; the run, encoder and optimizer sections are shared (common.training.config)."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional, Tuple
 
-from common.runs import RunConfig
+from common.data.nli import DEFAULT_NLI_TRAIN
+from common.training.config import option
 
 MODES = ("unsup", "sup")
 POOLINGS = ("cls_mlp", "cls", "mean")
-# The paper's defaults per mode (Gao et al., 2021, appendix A).
-MODE_DEFAULTS = {
-    "unsup": {"batch_size": 64, "train_lr": 3e-5, "max_seq_len": 32, "train_epochs": 1},
-    "sup": {"batch_size": 512, "train_lr": 5e-5, "max_seq_len": 32, "train_epochs": 3},
-}
+# Unsupervised default: sentences cut from the Gutenberg books (no evaluation set is drawn from them).
+DEFAULT_SENTENCES = ("sentences:documents/gutenberg/books.txt",)
+# The paper's settings per mode (Gao et al., 2021, appendix A; the Hugging Face Trainer's
+# linear decay without warm-up). `train_steps_per_epoch` 0 means one pass over the data.
+DEFAULTS = {"train_data": DEFAULT_SENTENCES, "batch_size": 64, "train_lr": 3e-5, "max_seq_len": 32,
+            "train_epochs": 1, "train_steps_per_epoch": 0}
+SUP_DEFAULTS = {"train_data": DEFAULT_NLI_TRAIN, "batch_size": 512, "train_lr": 5e-5, "train_epochs": 3}
+
+
+def mode_defaults(given):
+    """The supervised mode's own defaults, for the settings not given."""
+    return SUP_DEFAULTS if given.get("simcse_mode") == "sup" else {}
 
 
 @dataclasses.dataclass(frozen=True)
-class SimcseConfig(RunConfig):
-    """SimCSE hyperparameters. `batch_size`, `train_lr`, `max_seq_len` and
-    `train_epochs` left as None take the paper's value for the mode; a
-    `train_steps_per_epoch` of 0 means one pass over the training data.
+class SimcseOptions:
+    """SimCSE hyperparameters.
 
-    Attributes:
-        mode: str. "unsup" (each sentence twice, dropout as noise) or "sup"
-            (premise, entailment hypothesis, contradiction hypothesis).
-        train_data: tuple of str. unsup: .txt files (one sentence per line),
-            NLI sources (their sentences) or `stsb:<split>`; sup: NLI sources.
-        pooling: str. "cls_mlp" (CLS with an MLP during training, plain CLS at
-            test: the paper's unsupervised choice), "cls" or "mean".
-        temperature: float. Defaults to 0.05.
-        hard_negative_weight: float. Weight of a query's own hard negative (sup).
+    Training data: unsup takes `.txt` files (one sentence per line),
+    `sentences:<documents file>` (sentences cut from documents, one per line, a
+    seeded sample of --max_sentences), NLI sources (their sentences) or
+    `stsb:<split>`; sup takes NLI sources (premise, entailment, contradiction).
     """
 
-    mode: str = "unsup"
-    model: str = "minilm"
-    train_data: Tuple[str, ...] = ("senteval:dev", "senteval:test")
-    pooling: str = "cls_mlp"
-    temperature: float = 0.05
-    hard_negative_weight: float = 1.0
-    batch_size: Optional[int] = None
-    train_lr: Optional[float] = None
-    max_seq_len: Optional[int] = None
-    train_epochs: Optional[int] = None
-    train_steps_per_epoch: int = 0
-    pad_to_multiple_of: int = 1
-    dropout: Optional[float] = None
+    mode: str = option("unsup", "unsup (dropout views of one sentence) or sup (NLI triples with hard negatives).",
+                       choices=MODES, flag="simcse_mode")
+    pooling: str = option("cls_mlp", "cls_mlp (CLS with an MLP in training only, the paper's unsup choice), "
+                                     "cls or mean.", choices=POOLINGS)
+    temperature: float = option(0.05, "Contrastive temperature.")
+    hard_negative_weight: float = option(1.0, "sup: weight of each premise's own contradiction.")
+    max_sentences: int = option(1_000_000, "unsup, sentences:<file> sources: how many sentences to sample "
+                                           "(the paper trains on 10^6).", lower_bound=1)
 
-    def with_mode_defaults(self) -> "SimcseConfig":
-        if self.mode not in MODES:
-            raise ValueError(f"--simcse_mode must be one of {MODES}, got {self.mode!r}.")
-        fill = {k: v for k, v in MODE_DEFAULTS[self.mode].items() if getattr(self, k) is None}
-        return dataclasses.replace(self, **fill)
-
-    def validate(self) -> None:
-        if self.train_steps_per_epoch < 1:
-            raise ValueError("train_steps_per_epoch must be resolved from the data before training.")
-        self.validate_run()
-        if self.pooling not in POOLINGS:
-            raise ValueError(f"--pooling must be one of {POOLINGS}, got {self.pooling!r}.")
-        if self.temperature <= 0 or self.hard_negative_weight <= 0:
+    def validate(self, config) -> None:
+        if not (self.temperature > 0 and self.hard_negative_weight > 0):
             raise ValueError("--temperature and --hard_negative_weight must be > 0.")

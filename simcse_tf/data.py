@@ -2,38 +2,37 @@
 
 from __future__ import annotations
 
-import os
 from typing import Dict, List, Sequence, Tuple
 
-from common import artifacts
-from common.data import open_data_file
-from common.nli import LABEL_IDS, SENTEVAL_PREFIX, read_nli
-from common.sts import load_stsb
+from common.data.files import open_data_file
+from common.data.nli import LABEL_IDS, SENTEVAL_PREFIX, read_nli
+from common.data.sentences import sentences_from_documents
+from common.data.sources import resolve_sources
+from common.data.sts import load_stsb
 
 STSB_PREFIX = "stsb:"
+SENTENCES_PREFIX = "sentences:"
 
 
-def _resolve(source: str, data_path: str) -> str:
-    if source.startswith((SENTEVAL_PREFIX, STSB_PREFIX, "gs://")) or os.path.isabs(source) or os.path.exists(source):
-        return source
-    return artifacts.join(data_path, source)
-
-
-def read_sentences(sources: Sequence[str], data_path: str) -> List[str]:
+def read_sentences(sources: Sequence[str], data_path: str, max_sentences: int = 1_000_000,
+                   seed: int = 0) -> List[str]:
     """Distinct sentences, in first-seen order, from `.txt` files (one per line),
-    NLI sources (`.jsonl`, `.tsv`, NLI `.txt` with a gold_label header, or
-    `senteval:<split>`) or `stsb:<split>`. Empty lines are ignored."""
+    `sentences:<documents file>` (a seeded sample of `max_sentences` sentences cut
+    from documents, one per line), NLI sources (`.jsonl`, `.tsv`, NLI `.txt` with
+    a gold_label header, or `senteval:<split>`) or `stsb:<split>`. Empty lines are ignored."""
     seen: Dict[str, None] = {}
-    for source in sources:
-        source = _resolve(source, data_path)
-        if source.startswith(STSB_PREFIX):
+    for source in resolve_sources(sources, data_path):
+        if source.startswith(SENTENCES_PREFIX):
+            documents = resolve_sources([source[len(SENTENCES_PREFIX):]], data_path)
+            found = sentences_from_documents(documents, max_sentences, seed)
+        elif source.startswith(STSB_PREFIX):
             pairs = load_stsb(data_path, source[len(STSB_PREFIX):])
             found = pairs.sentences1 + pairs.sentences2
         elif source.startswith(SENTEVAL_PREFIX) or source.endswith((".jsonl", ".tsv")) or _is_nli_txt(source):
             pairs = read_nli(source, data_path)
             found = pairs.premises + pairs.hypotheses
         else:
-            found = [line.strip() for line in open_data_file(source).splitlines()]
+            found = [line.strip() for line in open_data_file(source).split("\n")]
         for sentence in found:
             if sentence.strip():
                 seen.setdefault(sentence, None)
@@ -53,8 +52,8 @@ def read_triples(sources: Sequence[str], data_path: str) -> Tuple[List[str], Lis
     """(premise, entailment hypothesis, contradiction hypothesis) triples: for each
     premise with both, its first entailment and first contradiction hypothesis."""
     by_premise: Dict[str, Dict[int, str]] = {}
-    for source in sources:
-        pairs = read_nli(_resolve(source, data_path), data_path)
+    for source in resolve_sources(sources, data_path):
+        pairs = read_nli(source, data_path)
         for p, h, y in zip(pairs.premises, pairs.hypotheses, pairs.labels.tolist()):
             by_premise.setdefault(p, {}).setdefault(y, h)
     ent, con = LABEL_IDS["entailment"], LABEL_IDS["contradiction"]

@@ -7,12 +7,12 @@ from typing import Dict, Mapping, Optional
 import keras
 import tensorflow as tf
 
-from common.contrastive import in_batch_infonce_loss
-from common.encoder import SentenceEncoder
-from common.training import apply_gradients, step_outputs
+from common.models.encoder import SentenceEncoder
+from common.training.contrastive import in_batch_infonce_loss
+from common.training.method import MethodModel
 
 
-class SimcseModel(keras.Model):
+class SimcseModel(MethodModel):
     """SimCSE (Gao et al., EMNLP 2021, https://aclanthology.org/2021.emnlp-main.552/).
 
     unsup: every sentence is encoded twice with independent dropout masks; view 2
@@ -33,8 +33,7 @@ class SimcseModel(keras.Model):
     def __init__(self, encoder: SentenceEncoder, mode: str = "unsup", temperature: float = 0.05,
                  hard_negative_weight: float = 1.0, use_mlp: bool = False, hidden_size: Optional[int] = None,
                  **kwargs):
-        super().__init__(**kwargs)
-        self.encoder = encoder
+        super().__init__(encoder, **kwargs)
         self.mode = mode
         self.temperature = temperature
         self.hard_negative_weight = hard_negative_weight
@@ -43,20 +42,12 @@ class SimcseModel(keras.Model):
             hidden_size = hidden_size or encoder.hidden_size
             self.mlp = keras.layers.Dense(hidden_size, activation="tanh", name="mlp")
             self.mlp.build((None, hidden_size))
-        self.loss_tracker = keras.metrics.Mean(name="loss")
 
-    @property
-    def metrics(self):
-        return [self.loss_tracker]
-
-    def weights_checkpoint(self) -> tf.train.Checkpoint:
+    def published_layers(self):
         parts = {"encoder": self.encoder}
         if self.mlp is not None:
             parts["mlp"] = self.mlp
-        return tf.train.Checkpoint(model=tf.train.Checkpoint(**parts))
-
-    def call(self, inputs, training: bool = False):
-        return self.encoder(inputs, training=training)
+        return parts
 
     def embed_for_training(self, tokens: Mapping[str, tf.Tensor], training: bool) -> tf.Tensor:
         pooled = self.encoder(tokens, training=training)["pooled"]  # [B, H]
@@ -76,14 +67,3 @@ class SimcseModel(keras.Model):
             local, total = in_batch_infonce_loss(anchors, positives, self.temperature, negatives,
                                                  self.hard_negative_weight)
         return {"loss": local, "total": total}
-
-    def train_step(self, data):
-        with tf.GradientTape() as tape:
-            out = self.compute_losses(data, training=True)
-        apply_gradients(self.optimizer, tape.gradient(out["loss"], self.trainable_variables), self.trainable_variables)
-        self.loss_tracker.update_state(out["total"])
-        return step_outputs(self.metrics)
-
-    def test_step(self, data):
-        self.loss_tracker.update_state(self.compute_losses(data, training=False)["total"])
-        return step_outputs(self.metrics)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from common.sts import STS_SUBSETS
+from common.data.sts import STS_SUBSETS
 
 PAIRS = [
     ("a man is playing a guitar .", "a man plays the guitar .", "4.8"),

@@ -3,7 +3,6 @@ resume it, and read the published weights to compare with an uninterrupted run."
 
 from __future__ import annotations
 
-import dataclasses
 import os
 
 import pytest
@@ -30,17 +29,17 @@ def full_and_resumed_runs(train, config, tmp_path, kill_at: int = 5):
     Returns:
         (full, resumed) run summaries of `train`.
     """
-    full = train(dataclasses.replace(config, artifacts_dir=str(tmp_path / "a")))
+    full = train(config.replace(artifacts_dir=str(tmp_path / "a")))
 
     def kill(step, model):
         if step == kill_at:
             raise Killed()
 
-    interrupted = dataclasses.replace(config, artifacts_dir=str(tmp_path / "b"))
+    interrupted = config.replace(artifacts_dir=str(tmp_path / "b"))
     with pytest.raises(Killed):
         train(interrupted, after_step=kill)
     run_id = os.listdir(tmp_path / "b" / "ckpt")[0]
     assert not os.path.exists(tmp_path / "b" / "model" / run_id)  # no half-written artifact
-    resumed = train(dataclasses.replace(interrupted, resume=run_id))
+    resumed = train(interrupted.replace(resume=run_id))
     assert resumed["run_id"] == run_id
     return full, resumed

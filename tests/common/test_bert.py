@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common.encoder import EncoderConfig, build_encoder, minilm_dir
+from common.models.encoder import EncoderConfig, build_encoder, minilm_dir
 from fixtures import write_hf_bert_dir
 from numpy_bert import bert_mean_pooled
 

@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pytest
 
-from common.clustering import cluster_scores, load_labelled_file, project_2d
+from common.evaluation.clustering import cluster_scores, load_labelled_file, project_2d
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common.contrastive import in_batch_infonce_loss, nt_xent_loss
+from common.training.contrastive import in_batch_infonce_loss, nt_xent_loss
 
 
 def _normalize(x):

@@ -7,9 +7,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from common.bert import BertBackbone, BertConfig
-from common.encoder import TINY_BERT, EncoderConfig, build_encoder, minilm_dir, randomize_weights
-from common.export import export_encoder
+from common.models.bert import BertBackbone, BertConfig
+from common.models.encoder import TINY_BERT, EncoderConfig, build_encoder, minilm_dir, randomize_weights
+from common.models.export import export_encoder
 from fixtures import write_tfhub_bert
 
 SENTENCES = ["A man is playing a guitar.", "", "Crème brûlée, isn't it?"]

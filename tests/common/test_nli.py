@@ -4,7 +4,7 @@ import os
 import numpy as np
 import pytest
 
-from common.nli import LABEL_IDS, read_nli, read_nli_sources
+from common.data.nli import LABEL_IDS, read_nli, read_nli_sources
 from fixtures import NLI_ROWS, write_senteval_snli
 
 OFFICIAL_TXT_HEADER = ["gold_label", "sentence1_binary_parse", "sentence2_binary_parse", "sentence1_parse",
@@ -61,7 +61,7 @@ def test_bad_inputs_name_file_and_line(tmp_path):
     empty.write_text("")
     with pytest.raises(ValueError, match=r"empty.txt: empty file"):
         read_nli(str(empty))
-    with pytest.raises(FileNotFoundError, match=r"common.nli_download"):
+    with pytest.raises(FileNotFoundError, match=r"download_nli.py"):
         read_nli(str(tmp_path / "snli_1.0_train.jsonl"))
     root = write_senteval_snli(str(tmp_path / "data"), "dev", n=6)
     labels = os.path.join(root, "downstream", "SNLI", "labels.dev")

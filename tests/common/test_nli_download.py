@@ -7,8 +7,8 @@ import zipfile
 
 import pytest
 
-from common.nli import read_nli
-from common.nli_download import Archive, download
+from common.data.nli import read_nli
+from common.data.download import Archive, download
 
 
 def _stand_in(tmp_path):

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common.pooling import cls_pool, masked_mean_pool, pool
+from common.models.pooling import cls_pool, masked_mean_pool, pool
 
 
 def test_masked_mean_ignores_padding():

@@ -5,8 +5,9 @@ import pytest
 import tensorflow as tf
 
 from common import artifacts
-from common.export import export_encoder, save_encoder_artifact
-from common.resolve import model_path, resolve_model, safe_name
+from common.models.export import export_encoder, save_encoder_artifact
+from common.artifacts import model_path
+from common.evaluation.resolve import resolve_model, safe_name
 
 
 def test_unknown_spec_lists_the_valid_forms():

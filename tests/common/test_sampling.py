@@ -3,7 +3,7 @@ import itertools
 import numpy as np
 import pytest
 
-from common.sampling import StreamSampler, batches_dataset
+from common.data.sampling import StreamSampler, batches_dataset
 
 
 def _take(it, n):

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from common import sts
+from common.data import sts as sts_data
+from common.evaluation import sts
 from fixtures import PAIRS, write_sts_root
 
 
@@ -19,10 +20,10 @@ def _fake_embed(sentences):
 
 def test_loaders_skip_unscored_pairs_and_read_every_set(tmp_path):
     root = write_sts_root(str(tmp_path))
-    subset = sts.load_sts_subset(root, "sts15", "belief")
+    subset = sts_data.load_sts_subset(root, "sts15", "belief")
     assert len(subset) == len(PAIRS) and subset.sentences1[0] == PAIRS[0][0]
-    assert len(sts.load_stsb(root, "test")) == len(PAIRS)
-    sick, labels = sts.load_sick(root, "test")
+    assert len(sts_data.load_stsb(root, "test")) == len(PAIRS)
+    sick, labels = sts_data.load_sick(root, "test")
     assert len(sick) == len(PAIRS) and set(labels) == {"NEUTRAL"}
 
 
@@ -34,7 +35,7 @@ def test_aggregates_follow_their_definitions(tmp_path):
     b = _fake_embed([p[1] for p in PAIRS])
     cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
     per_subset = spearmanr(cos, gold).correlation * 100
-    for year, subsets in sts.STS_SUBSETS.items():
+    for year, subsets in sts_data.STS_SUBSETS.items():
         r = results[year]
         assert r["pairs"] == len(PAIRS) * len(subsets)
         assert r["mean"] == pytest.approx(per_subset) and r["wmean"] == pytest.approx(per_subset)
@@ -57,26 +58,26 @@ def test_bad_inputs_name_file_and_line(tmp_path):
     lines[2] = "high"
     open(gs, "w").write("\n".join(lines) + "\n")
     with pytest.raises(ValueError, match=r"STS.gs.MSRpar.txt:3: expected a similarity score"):
-        sts.load_sts_subset(root, "sts12", "MSRpar")
+        sts_data.load_sts_subset(root, "sts12", "MSRpar")
     csv = os.path.join(root, "downstream", "STS", "STSBenchmark", "sts-dev.csv")
     open(csv, "a").write("only\tthree\tcolumns\n")
     with pytest.raises(ValueError, match=r"sts-dev.csv:7: expected at least 7 tab-separated columns"):
-        sts.load_stsb(root, "dev")
+        sts_data.load_stsb(root, "dev")
     inp = os.path.join(root, "downstream", "STS", "STS13-en-test", "STS.input.FNWN.txt")
     open(inp, "a").write("extra\tline\n")
     with pytest.raises(ValueError, match=r"STS.input.FNWN.txt has 8 lines but .*STS.gs.FNWN.txt has 7"):
-        sts.load_sts_subset(root, "sts13", "FNWN")
+        sts_data.load_sts_subset(root, "sts13", "FNWN")
 
 
 def test_missing_data_points_to_the_readme(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"Data directory not found: .*STS12-en-test.*README.md, section 'Data'"):
-        sts.load_sts_subset(str(tmp_path), "sts12", "MSRpar")
+        sts_data.load_sts_subset(str(tmp_path), "sts12", "MSRpar")
 
 
 @pytest.mark.large
 def test_minilm_reproduces_the_published_scores(minilm_encoder, data_path):
     """all-MiniLM-L6-v2 in MTEB (embeddings-benchmark/mtebpaper); SICK-R on SentEval's 4927 pairs."""
-    from common.embedding import embed_sentences
+    from common.evaluation.embedding import embed_sentences
     import tensorflow as tf
 
     fn = tf.function(minilm_encoder.embed_strings, input_signature=[tf.TensorSpec([None], tf.string)])
@@ -86,7 +87,7 @@ def test_minilm_reproduces_the_published_scores(minilm_encoder, data_path):
         assert results[year]["all"] == pytest.approx(score, abs=0.1), year
     assert results["stsb"]["test"] == pytest.approx(82.03, abs=0.1)
     assert results["sickr"]["test"] == pytest.approx(77.2, abs=0.1)
-    assert [results[y]["pairs"] for y in sts.STS_YEARS] == [3108, 1500, 3750, 3000, 1186]
+    assert [results[y]["pairs"] for y in sts_data.STS_YEARS] == [3108, 1500, 3750, 3000, 1186]
 
 
 def test_validation_scores_equal_the_full_evaluation(tmp_path):

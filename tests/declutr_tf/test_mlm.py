@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from declutr_tf.mlm import mask_tokens
+from common.models.masked_lm import mask_tokens
 
 
 def test_mask_statistics_over_many_draws():

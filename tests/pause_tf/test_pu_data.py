@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from common.nli import NliPairs
+from common.data.nli import NliPairs
 from pause_tf.pu_data import pu_batches, pu_split, stream_weights
 
 

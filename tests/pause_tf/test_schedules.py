@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from common.schedules import WarmupPolynomialDecay
+from common.training.schedules import WarmupPolynomialDecay
 from pause_tf.annealing import pu_weight
 
 

@@ -1,17 +1,16 @@
-"""PAUSE runs end to end on tiny models: resume, NaN handling, fine-tuning, artifacts."""
+"""PAUSE runs end to end on tiny models: NaN handling, STS-B fine-tuning (resume: tests/test_methods.py)."""
 
-import dataclasses
 import os
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from common.training import NonFiniteLossError
+from common.training import registry
+from common.training.loop import NonFiniteLossError
+from common.training.runs import train
 from fixtures import write_senteval_snli, write_sts_root
-from pause_tf.config import PauseConfig
-from pause_tf.training import train
-from resume_check import full_and_resumed_runs, saved_weights
+from resume_check import saved_weights
 
 
 @pytest.fixture(scope="module")
@@ -23,22 +22,10 @@ def data_root(tmp_path_factory):
 
 
 def _config(data_root, artifacts_dir, **overrides):
-    base = PauseConfig(model="tiny", train_data=("senteval:dev",), data_path=data_root, train_epochs=2,
-                       train_steps_per_epoch=4, batch_size=8, max_seq_len=16, pos_sample_prec=30,
-                       checkpoint_every=3, log_every=1, eval_each_epoch=False, artifacts_dir=str(artifacts_dir))
-    return dataclasses.replace(base, **overrides)
-
-
-def test_resumed_run_equals_uninterrupted_run(data_root, tmp_path):
-    # The last checkpoint is at step 3; the run is killed after step 5.
-    full, resumed = full_and_resumed_runs(train, _config(data_root, tmp_path), tmp_path)
-    a, b = saved_weights(full["model_dir"]), saved_weights(resumed["model_dir"])
-    # Every weight is there: embeddings (token, position, segment, LayerNorm x2), 16 per
-    # transformer layer, the pooler (2) and the head (4).
-    assert a.keys() == b.keys() and len(a) == 5 + 16 * 2 + 2 + 4
-    for name in a:
-        np.testing.assert_allclose(a[name], b[name], atol=1e-6, err_msg=name)
-    assert full["weights_fingerprint"] == resumed["weights_fingerprint"]
+    base = dict(model="tiny", train_data=("senteval:dev",), data_path=data_root, train_epochs=2,
+                train_steps_per_epoch=4, batch_size=8, max_seq_len=16, pos_sample_prec=30.0,
+                checkpoint_every=3, log_every=1, eval_each_epoch=False, artifacts_dir=str(artifacts_dir))
+    return registry.build_config("pause", {**base, **overrides})
 
 
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(data_root, tmp_path):
@@ -62,10 +49,8 @@ def test_stsb_fine_tuning_from_a_pause_run_and_size_mismatch(data_root, tmp_path
                            stsb_objective=objective, batch_size=4, train_epochs=1))
         assert np.isfinite(ft["metrics"]["loss"]) and os.path.isdir(ft["model_dir"])
     # Fine-tuning starts from the PAUSE weights (the trunk), not from a fresh encoder.
-    from pause_tf.training import build_model
-
     stsb_config = _config(data_root, tmp_path, task="stsb", pretrained_weights=pause["run_id"])
-    start = build_model(stsb_config, tf.distribute.get_strategy())
+    start = registry.get("pause").build_model(stsb_config)
     saved = saved_weights(pause["model_dir"])
     kernel = [v for n, v in saved.items() if "classifier/_kernel" in n]
     assert len(kernel) == 1

@@ -5,8 +5,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from common.senteval import classifier as clf
-from common.senteval.configs import CONFIGS, ClassifierConfig, RelatednessConfig, get_config
+from common.evaluation.senteval import classifier as clf
+from common.evaluation.senteval.configs import CONFIGS, ClassifierConfig, RelatednessConfig, get_config
 
 FAST = CONFIGS["fast"]
 

@@ -9,10 +9,10 @@ import sys
 import numpy as np
 import pytest
 
-from common import sts
-from common.senteval import evaluate as ev
-from common.senteval.cache import EmbeddingCache
-from common.senteval.configs import CONFIGS
+from common.evaluation import sts
+from common.evaluation.senteval import evaluate as ev
+from common.evaluation.senteval.cache import EmbeddingCache
+from common.evaluation.senteval.configs import CONFIGS
 from senteval_fixtures import write_senteval_root
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -188,3 +188,20 @@ def test_script_rejects_bad_input_before_loading_the_model(tmp_path):
     data = write_senteval_root(str(tmp_path / "data"), snli=False)
     proc = _run(["--model=does-not-exist", f"--data_path={data}", "--tasks=SNLI"], cwd=str(tmp_path))
     assert proc.returncode != 0 and "SNLI/s1.train" in proc.stderr and "README.md, section 'Data'" in proc.stderr
+
+
+def test_script_refuses_tasks_the_model_was_trained_on(tmp_path, tiny_encoder):
+    from common.models.export import save_encoder_artifact
+
+    data = write_senteval_root(str(tmp_path / "data"))
+    run_id = "20260101-000000"
+    save_encoder_artifact(tiny_encoder, str(tmp_path / "artifacts" / "model" / run_id),
+                          {"trained_on_evaluation_data": ["SNLI"]})
+    args = [f"--model={run_id}", f"--data_path={data}", f"--artifacts_dir={tmp_path / 'artifacts'}", "--config=fast"]
+    proc = _run([*args, "--tasks=SNLI,CR"], cwd=str(tmp_path))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "trained on the evaluation data of SNLI" in proc.stderr and "--score_training_data" in proc.stderr
+    # Other tasks are scored as usual; the flag the message names lets SNLI through.
+    assert _run([*args, "--tasks=CR"], cwd=str(tmp_path)).returncode == 0
+    proc = _run([*args, "--tasks=SNLI", "--score_training_data"], cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-2000:]

@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from common.senteval import tasks
+from common.evaluation.senteval import tasks
 from senteval_fixtures import (BINARY_LINES, MRPC_SIZES, PROBING_SIZES, SICK_SIZES, SST_SIZES, TREC_TEST_PER_CLASS,
                                TREC_TRAIN_PER_CLASS, write_probing, write_senteval_root)
 

@@ -2,10 +2,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common.encoder import EncoderConfig, build_encoder
+from common.models.encoder import EncoderConfig, build_encoder
 from distributed_checks import assert_replicas_agree, replica_check
 from fixtures import NLI_ROWS
-from simcse_tf.config import SimcseConfig
+from common.data.nli import DEFAULT_NLI_TRAIN
+from common.data.synthetic import write_nli_jsonl
+from common.training import registry
 from simcse_tf.data import read_sentences, read_triples
 from simcse_tf.model import SimcseModel
 
@@ -46,18 +48,29 @@ def test_dropout_makes_the_views_differ():
                                   model.embed_for_training(tokens, training=False).numpy())
 
 
-def test_one_replica_equals_two_replicas():
-    assert_replicas_agree(replica_check("simcse"))
+def test_supervised_mode_one_replica_equals_two_replicas(tmp_path):
+    # The registry-wide check (tests/test_methods.py) runs the unsup smoke settings; this
+    # covers the hard negatives gathered across replicas, weighted as the paper's alpha.
+    nli = write_nli_jsonl(str(tmp_path / "nli.jsonl"))
+    assert_replicas_agree(replica_check("simcse", {"simcse_mode": "sup", "train_data": [nli],
+                                                   "hard_negative_weight": 2.0}))
+
+
+def _shape(config):
+    return (config.run.batch_size, config.optimizer.train_lr, config.encoder.max_seq_len, config.run.train_epochs)
 
 
 def test_mode_defaults_are_the_papers():
-    unsup = SimcseConfig(mode="unsup").with_mode_defaults()
-    sup = SimcseConfig(mode="sup").with_mode_defaults()
-    assert (unsup.batch_size, unsup.train_lr, unsup.max_seq_len, unsup.train_epochs) == (64, 3e-5, 32, 1)
-    assert (sup.batch_size, sup.train_lr, sup.train_epochs) == (512, 5e-5, 3)
-    assert SimcseConfig(mode="sup", batch_size=8).with_mode_defaults().batch_size == 8
+    unsup = registry.build_config("simcse", {})
+    sup = registry.build_config("simcse", {"simcse_mode": "sup"})
+    assert _shape(unsup) == (64, 3e-5, 32, 1) and unsup.options.mode == "unsup"
+    assert _shape(sup) == (512, 5e-5, 32, 3) and sup.options.mode == "sup"
+    # Neither mode's default data is an evaluation split.
+    assert unsup.run.train_data == ("sentences:documents/gutenberg/books.txt",)
+    assert sup.run.train_data == DEFAULT_NLI_TRAIN
+    assert registry.build_config("simcse", {"simcse_mode": "sup", "batch_size": 8}).run.batch_size == 8
     with pytest.raises(ValueError, match="simcse_mode"):
-        SimcseConfig(mode="semi").with_mode_defaults()
+        registry.build_config("simcse", {"simcse_mode": "semi", "train_steps_per_epoch": 1}).validate()
 
 
 def test_readers(tmp_path):

@@ -1,0 +1,138 @@
+"""`--model` resolution: run IDs, local/`gs://` artifacts, and encoder specs.
+
+Every evaluation script goes through `resolve_model`, so a trained artifact and
+an untrained baseline are scored by exactly the same code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import json
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+import tensorflow as tf
+
+from common import artifacts
+from common.artifacts import LATEST, model_path
+from common.evaluation.embedding import embed_sentences
+from common.models.encoder import VALID_SPECS_HELP, EncoderConfig, build_encoder, is_hf_bert_dir, is_saved_model_dir
+from common.models.export import SERVING_INPUT, SERVING_OUTPUT
+
+EMBEDDING_SUBDIR = "embedding"
+
+
+@dataclasses.dataclass
+class Embedder:
+    """A resolved model: a name for result files and a batch embedding function.
+
+    Attributes:
+        name: str. The run ID, or a file-name-safe form of the spec or path.
+        source: str. What was loaded (path, URL or spec).
+        embed_fn: callable. 1-D tf.string batch -> [batch, dim] embeddings.
+        trained_on: tuple of str. Evaluation sets (SentEval task names) whose
+            data the model was trained on, from its artifact's config.json.
+    """
+
+    name: str
+    source: str
+    embed_fn: object
+    trained_on: Tuple[str, ...] = ()
+
+    def embed(self, sentences: Sequence[str], batch_size: int = 128, progress: bool = True,
+              desc: str = "encoding") -> np.ndarray:
+        return embed_sentences(self.embed_fn, sentences, batch_size, progress, desc)
+
+
+def safe_name(text: str) -> str:
+    """A file-name-safe version of a spec, URL or path."""
+    text = re.sub(r"^[a-z]+://", "", text.rstrip("/"))
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "model"
+
+
+def _embedding_saved_model(path: str):
+    """Loads `path`; returns its embedding function, or None if it is not one of ours."""
+    loaded = tf.saved_model.load(path)
+    signature = getattr(loaded, "signatures", {}).get("serving_default")
+    if signature is None:
+        return None, loaded
+    _, kwargs = signature.structured_input_signature
+    spec = kwargs.get(SERVING_INPUT)
+    if spec is None or spec.dtype != tf.string:
+        return None, loaded
+
+    def embed_fn(sentences):
+        return signature(**{SERVING_INPUT: sentences})[SERVING_OUTPUT]
+
+    # The signature reads variables owned by `loaded`; keep it alive with the function.
+    embed_fn.saved_model = loaded
+
+    return embed_fn, loaded
+
+
+def _trained_on(path: str) -> Tuple[str, ...]:
+    """The evaluation sets an artifact's training data overlapped (its config.json records them)."""
+    record = artifacts.join(path, "config.json")
+    if not tf.io.gfile.exists(record):
+        return ()
+    with tf.io.gfile.GFile(record) as f:
+        return tuple(json.load(f).get("trained_on_evaluation_data", ()))
+
+
+def _encoder_embedder(name: str, source: str, config: EncoderConfig) -> Embedder:
+    encoder = build_encoder(config)
+    fn = tf.function(encoder.embed_strings, input_signature=[tf.TensorSpec([None], tf.string)])
+    return Embedder(name, source, fn)
+
+
+def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: str = "local",
+                  gcs_bucket: Optional[str] = None, max_seq_len: Optional[int] = None) -> Embedder:
+    """Turns a `--model` value into an Embedder.
+
+    Args:
+        model: str. A run ID (`YYYYMMDD-HHMMSS`) under `<artifacts_dir>/model/`,
+            a local or `gs://` path (an artifact directory, an embedding
+            SavedModel, a TF-Hub-format BERT or a Hugging Face BERT directory),
+            or an encoder spec ("minilm", "small", "base", a TF Hub URL, "tiny").
+        artifacts_dir: str. Artifacts root for run IDs. Defaults to "artifacts".
+        model_location: str. "local", or "gcs" to read run IDs from
+            `gs://<gcs_bucket>/model/<ID>` as the original code did.
+        gcs_bucket: str. Bucket name for `model_location="gcs"`.
+        max_seq_len: int. Truncation length for encoder specs (exported models
+            keep the length they were exported with).
+
+    Raises:
+        ValueError: for an unknown form, listing the valid ones.
+        FileNotFoundError: for a run ID or path that does not exist.
+    """
+    path = model_path(model, artifacts_dir, model_location, gcs_bucket)
+    if path is None:
+        name = safe_name(model)
+    elif artifacts.RUN_ID_PATTERN.match(model) or model == LATEST:
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+    else:
+        name = safe_name(os.path.basename(model.rstrip("/")))
+    if path is not None:
+        candidates = [artifacts.join(path, EMBEDDING_SUBDIR), path]
+        for candidate in candidates:
+            if is_saved_model_dir(candidate):
+                fn, _ = _embedding_saved_model(candidate)
+                if fn is not None:
+                    return Embedder(name, candidate, fn, _trained_on(path))
+        if is_saved_model_dir(path) or is_hf_bert_dir(path):
+            return _encoder_embedder(name, path, EncoderConfig(spec=path, max_seq_len=max_seq_len))
+        raise ValueError(
+            f"{path}: not a model directory; expected an artifact (embedding/saved_model.pb), "
+            "an embedding SavedModel, a TF-Hub-format BERT SavedModel or a Hugging Face BERT directory."
+        )
+    try:
+        return _encoder_embedder(name, model, EncoderConfig(spec=model, max_seq_len=max_seq_len))
+    except ValueError as e:
+        if "Unknown encoder spec" in str(e):
+            raise ValueError(
+                f"Unknown --model {model!r}. Valid forms: a run ID YYYYMMDD-HHMMSS under "
+                f"<artifacts_dir>/model/, a local or gs:// path, or {VALID_SPECS_HELP}."
+            ) from None
+        raise

@@ -1,0 +1,146 @@
+"""STS12-16, STS Benchmark and SICK-R from SentEval's `data/downstream` layout,
+scored by the Spearman correlation of cosine similarities (x100).
+
+For STS12-16 three aggregates are reported: "all" (the pairs of a year pooled
+into one correlation: the protocol of SBERT, SimCSE and PAUSE, our headline
+number), and SentEval's "mean" and "wmean" (mean of the per-subset correlations,
+unweighted and weighted by pair count).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Dict, List, Sequence
+
+import numpy as np
+from scipy.stats import pearsonr, spearmanr
+
+from common.data.sts import STS_YEARS, PairSet, load_all, load_sick, load_stsb
+
+# The seven headline numbers averaged into "avg".
+HEADLINE_KEYS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
+
+
+def cosine_scores(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise cosine similarity of two [n, dim] arrays (zero vectors give 0)."""
+    a = np.asarray(a, np.float64)
+    b = np.asarray(b, np.float64)
+    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    return np.sum(a * b, axis=1) / np.maximum(norms, 1e-12)
+
+
+def pearson100(predicted: np.ndarray, gold: np.ndarray) -> float:
+    """Pearson correlation x100; NaN when either side is constant."""
+    if np.std(predicted) == 0 or np.std(gold) == 0:
+        return float("nan")
+    return float(pearsonr(np.asarray(predicted, np.float64), np.asarray(gold, np.float64)).statistic * 100.0)
+
+
+def aggregate_subsets(predictions: Dict[str, np.ndarray], golds: Dict[str, np.ndarray],
+                      with_pearson: bool = False) -> Dict[str, object]:
+    """One STS year from per-subset predictions: "all" (the pairs pooled into one
+    Spearman), SentEval's "mean" and "wmean" (per-subset Spearman, unweighted and
+    weighted by pair count), "subsets" and "pairs"; the same three for Pearson when asked."""
+    sizes = np.array([len(golds[s]) for s in predictions], np.float64)
+    pooled_pred = np.concatenate([predictions[s] for s in predictions])
+    pooled_gold = np.concatenate([golds[s] for s in predictions])
+    spearman = {s: spearman100(predictions[s], golds[s]) for s in predictions}
+    out: Dict[str, object] = {
+        "all": spearman100(pooled_pred, pooled_gold),
+        "mean": float(np.mean(list(spearman.values()))),
+        "wmean": float(np.average(list(spearman.values()), weights=sizes)),
+    }
+    if with_pearson:
+        pearsons = [pearson100(predictions[s], golds[s]) for s in predictions]
+        out["pearson"] = {"all": pearson100(pooled_pred, pooled_gold), "mean": float(np.mean(pearsons)),
+                          "wmean": float(np.average(pearsons, weights=sizes))}
+    out["subsets"] = spearman
+    out["pairs"] = int(sizes.sum())
+    return out
+
+
+def spearman100(predicted: np.ndarray, gold: np.ndarray) -> float:
+    """Spearman correlation x100."""
+    if len(gold) < 2:
+        raise ValueError("Spearman correlation needs at least two pairs.")
+    return float(spearmanr(predicted, gold).correlation * 100.0)
+
+
+def evaluate_sts(embed: Callable[[Sequence[str]], np.ndarray], data_path: str) -> Dict[str, object]:
+    """Scores an embedding function on STS12-16, STS-B (test, dev) and SICK-R (test).
+
+    Every distinct sentence is embedded once.
+
+    Args:
+        embed: callable. List of sentences -> [n, dim] array.
+        data_path: str. Data root in SentEval's layout (`<root>/downstream/STS/...`).
+
+    Returns:
+        Dict as written to `sts_<name>.json`: per STS year `all`, `mean`,
+        `wmean`, `subsets`, `pairs`; `stsb` {test, dev}; `sickr` {test}; `avg`
+        (mean of the 7 headline numbers); `seconds`.
+    """
+    start = time.time()
+    sets = load_all(data_path)
+    unique = sorted({s for group in sets.values() for ps in group.values() for s in ps.sentences1 + ps.sentences2})
+    vectors = embed(unique)
+    index = {s: i for i, s in enumerate(unique)}
+
+    def predict(ps: PairSet) -> np.ndarray:
+        return cosine_scores(vectors[[index[s] for s in ps.sentences1]], vectors[[index[s] for s in ps.sentences2]])
+
+    results: Dict[str, object] = {}
+    for year in STS_YEARS:
+        results[year] = aggregate_subsets({name: predict(ps) for name, ps in sets[year].items()},
+                                          {name: ps.scores for name, ps in sets[year].items()})
+    results["stsb"] = {split: spearman100(predict(ps), ps.scores) for split, ps in sets["stsb"].items()}
+    results["sickr"] = {"test": spearman100(predict(sets["sickr"]["test"]), sets["sickr"]["test"].scores)}
+    results["avg"] = float(np.mean(headline_numbers(results)))
+    results["seconds"] = round(time.time() - start, 2)
+    return results
+
+
+def headline_numbers(results: Dict[str, object]) -> List[float]:
+    """The 7 headline numbers: STS12-16 "all", STS-B test, SICK-R test."""
+    return [results[y]["all"] for y in STS_YEARS] + [results["stsb"]["test"], results["sickr"]["test"]]
+
+
+def format_table(results: Dict[str, object]) -> str:
+    """A plain-text table of the results."""
+    rows = [f"{'set':<8} {'all':>7} {'mean':>7} {'wmean':>7} {'pairs':>6}"]
+    for year in STS_YEARS:
+        r = results[year]
+        rows.append(f"{year:<8} {r['all']:7.2f} {r['mean']:7.2f} {r['wmean']:7.2f} {r['pairs']:6d}")
+    rows.append(f"{'stsb':<8} {results['stsb']['test']:7.2f}   (dev {results['stsb']['dev']:.2f})")
+    rows.append(f"{'sickr':<8} {results['sickr']['test']:7.2f}")
+    rows.append(f"{'avg':<8} {results['avg']:7.2f}   (STS12-16 all, STS-B test, SICK-R test)")
+    return "\n".join(rows)
+
+
+def format_txt(results: Dict[str, object]) -> str:
+    """`key=value` lines (correlations in [-1, 1]) as the original PAUSE code wrote them."""
+    lines = [f"{year}={results[year]['all'] / 100:.6f}" for year in STS_YEARS]
+    lines.append(f"stsb={results['stsb']['test'] / 100:.6f}")
+    lines.append(f"stsb_dev={results['stsb']['dev'] / 100:.6f}")
+    lines.append(f"sickr={results['sickr']['test'] / 100:.6f}")
+    lines.append(f"avg={results['avg'] / 100:.6f}")
+    return "\n".join(lines) + "\n"
+
+
+def pairs_spearman(embed: Callable[[Sequence[str]], np.ndarray], pairs: PairSet) -> float:
+    """Spearman x100 of the cosine similarity of `pairs`, each distinct sentence embedded once."""
+    unique = sorted(set(pairs.sentences1) | set(pairs.sentences2))
+    vectors = embed(unique)
+    index = {s: i for i, s in enumerate(unique)}
+    pred = cosine_scores(vectors[[index[s] for s in pairs.sentences1]], vectors[[index[s] for s in pairs.sentences2]])
+    return spearman100(pred, pairs.scores)
+
+
+def stsb_dev_spearman(embed: Callable[[Sequence[str]], np.ndarray], data_path: str) -> float:
+    """Spearman x100 of cosine similarity on STS-B dev: the validation number used during training."""
+    return pairs_spearman(embed, load_stsb(data_path, "dev"))
+
+
+def sickr_test_spearman(embed: Callable[[Sequence[str]], np.ndarray], data_path: str) -> float:
+    """Spearman x100 of cosine similarity on SICK-R test (SentEval's 4,927 pairs)."""
+    return pairs_spearman(embed, load_sick(data_path, "test")[0])

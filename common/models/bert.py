@@ -1,0 +1,260 @@
+"""A Keras 3 BERT backbone built from keras-hub layers, and HF weight loading.
+
+keras-hub's `BertBackbone` hard-codes the tanh approximation of GELU, while the
+Hugging Face BERT checkpoints (all-MiniLM-L6-v2 among them) were trained with the
+exact erf GELU; as loaded through keras-hub their mean-pooled embeddings differ by
+up to 1.3e-3. This backbone takes the activation from the checkpoint's config.
+Its inputs and outputs use keras-hub's names (`token_ids`, `padding_mask`,
+`segment_ids` -> `sequence_output`, `pooled_output`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, Dict, Mapping
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras_hub.layers import PositionEmbedding, ReversibleEmbedding, TransformerEncoder
+
+# HF `hidden_act` -> Keras activation. "gelu" in HF BERT is the exact erf form.
+_HF_ACTIVATIONS = {
+    "gelu": "gelu",
+    "gelu_new": "gelu_approximate",
+    "gelu_pytorch_tanh": "gelu_approximate",
+    "relu": "relu",
+}
+
+
+def gelu_approximate(x):
+    """GELU with the tanh approximation (HF `gelu_new`, the original TF BERT)."""
+    return keras.activations.gelu(x, approximate=True)
+
+
+def _activation(name: str):
+    return gelu_approximate if name == "gelu_approximate" else name
+
+
+@dataclasses.dataclass(frozen=True)
+class BertConfig:
+    """BERT architecture hyperparameters (HF names in the docstring).
+
+    Attributes:
+        vocab_size: int. HF `vocab_size`.
+        hidden_size: int. HF `hidden_size`.
+        num_layers: int. HF `num_hidden_layers`.
+        num_heads: int. HF `num_attention_heads`.
+        intermediate_size: int. HF `intermediate_size`.
+        max_position_embeddings: int. HF `max_position_embeddings`.
+        type_vocab_size: int. HF `type_vocab_size`.
+        dropout: float. HF `hidden_dropout_prob` (keras-hub's transformer layer
+            uses one rate for attention and hidden dropout).
+        layer_norm_eps: float. HF `layer_norm_eps`.
+        activation: str. "gelu" (exact), "gelu_approximate" or "relu".
+    """
+
+    vocab_size: int
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    intermediate_size: int
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    dropout: float = 0.1
+    layer_norm_eps: float = 1e-12
+    activation: str = "gelu"
+
+    @classmethod
+    def from_hf_config(cls, path: str) -> "BertConfig":
+        """Reads a Hugging Face BERT `config.json`."""
+        with tf.io.gfile.GFile(path, "r") as f:
+            cfg = json.load(f)
+        if cfg.get("model_type", "bert") != "bert":
+            raise ValueError(f"{path}: expected model_type 'bert', got {cfg.get('model_type')!r}.")
+        act = cfg.get("hidden_act", "gelu")
+        if act not in _HF_ACTIVATIONS:
+            raise ValueError(f"{path}: unsupported hidden_act {act!r}; expected one of {sorted(_HF_ACTIVATIONS)}.")
+        try:
+            return cls(
+                vocab_size=cfg["vocab_size"],
+                hidden_size=cfg["hidden_size"],
+                num_layers=cfg["num_hidden_layers"],
+                num_heads=cfg["num_attention_heads"],
+                intermediate_size=cfg["intermediate_size"],
+                max_position_embeddings=cfg.get("max_position_embeddings", 512),
+                type_vocab_size=cfg.get("type_vocab_size", 2),
+                dropout=cfg.get("hidden_dropout_prob", 0.1),
+                layer_norm_eps=cfg.get("layer_norm_eps", 1e-12),
+                activation=_HF_ACTIVATIONS[act],
+            )
+        except KeyError as e:
+            raise ValueError(f"{path}: missing key {e} in the BERT config.") from None
+
+
+@keras.saving.register_keras_serializable(package="common")
+class BertBackbone(keras.Model):
+    """BERT encoder: embeddings, post-LN transformer layers and the CLS pooler.
+
+    Args:
+        config: BertConfig or dict of its fields.
+    """
+
+    def __init__(self, config: BertConfig | Mapping[str, Any], **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(config, BertConfig):
+            config = BertConfig(**config)
+        self.config = config
+        init = keras.initializers.TruncatedNormal(stddev=0.02)
+        # === Layers ===
+        self.token_embedding = ReversibleEmbedding(
+            config.vocab_size, config.hidden_size, embeddings_initializer=init, name="token_embedding"
+        )
+        self.position_embedding = PositionEmbedding(
+            sequence_length=config.max_position_embeddings, initializer=init, name="position_embedding"
+        )
+        self.segment_embedding = keras.layers.Embedding(
+            config.type_vocab_size, config.hidden_size, embeddings_initializer=init, name="segment_embedding"
+        )
+        self.embeddings_layer_norm = keras.layers.LayerNormalization(
+            epsilon=config.layer_norm_eps, name="embeddings_layer_norm"
+        )
+        self.embeddings_dropout = keras.layers.Dropout(config.dropout, name="embeddings_dropout")
+        self.transformer_layers = [
+            TransformerEncoder(
+                num_heads=config.num_heads,
+                intermediate_dim=config.intermediate_size,
+                activation=_activation(config.activation),
+                dropout=config.dropout,
+                layer_norm_epsilon=config.layer_norm_eps,
+                kernel_initializer=init,
+                name=f"transformer_layer_{i}",
+            )
+            for i in range(config.num_layers)
+        ]
+        # tf.train.Checkpoint does not see layers inside a Keras-tracked list:
+        # give each one an attribute so weight checkpoints hold every layer.
+        for i, layer in enumerate(self.transformer_layers):
+            setattr(self, f"transformer_layer_{i}", layer)
+        self.pooled_dense = keras.layers.Dense(
+            config.hidden_size, activation="tanh", kernel_initializer=init, name="pooled_dense"
+        )
+        self.build_with_dummy_input()
+
+    def build_with_dummy_input(self):
+        """Creates all variables by running a 1x2 batch."""
+        dummy = {
+            "token_ids": tf.zeros([1, 2], tf.int32),
+            "padding_mask": tf.ones([1, 2], tf.int32),
+            "segment_ids": tf.zeros([1, 2], tf.int32),
+        }
+        self(dummy)
+
+    def call(self, inputs: Mapping[str, tf.Tensor], training: bool = False) -> Dict[str, tf.Tensor]:
+        tokens = self.token_embedding(inputs["token_ids"])  # [B, T, H]
+        x = tokens + self.position_embedding(tokens) + self.segment_embedding(inputs["segment_ids"])
+        x = self.embeddings_layer_norm(x)
+        x = self.embeddings_dropout(x, training=training)
+        mask = inputs["padding_mask"]  # [B, T]
+        for layer in self.transformer_layers:
+            x = layer(x, padding_mask=mask, training=training)  # [B, T, H]
+        return {"sequence_output": x, "pooled_output": self.pooled_dense(x[:, 0, :])}
+
+    @property
+    def hidden_size(self) -> int:
+        return self.config.hidden_size
+
+    @property
+    def layer_norm_epsilon(self) -> float:
+        return self.config.layer_norm_eps
+
+    def token_embedding_matrix(self):
+        """The [vocab, hidden] token-embedding variable (tied MLM heads read it)."""
+        return self.token_embedding.embeddings
+
+    def get_config(self):
+        return {**super().get_config(), "config": dataclasses.asdict(self.config)}
+
+
+def hf_tensors(path: str) -> Dict[str, np.ndarray]:
+    from safetensors.numpy import load as load_safetensors
+
+    with tf.io.gfile.GFile(path, "rb") as f:
+        tensors = load_safetensors(f.read())
+    # Checkpoints saved from BertForPreTraining prefix the encoder with "bert.".
+    out = {}
+    for name, value in tensors.items():
+        out[name[len("bert."):] if name.startswith("bert.") else name] = value
+    return out
+
+
+def _ln(tensors, prefix):
+    # Old checkpoints name LayerNorm parameters gamma/beta.
+    gamma = tensors.get(f"{prefix}.weight", tensors.get(f"{prefix}.gamma"))
+    beta = tensors.get(f"{prefix}.bias", tensors.get(f"{prefix}.beta"))
+    return gamma, beta
+
+
+def load_hf_weights(backbone: BertBackbone, safetensors_path: str) -> Dict[str, np.ndarray]:
+    """Copies a Hugging Face `BertModel` safetensors checkpoint into `backbone`.
+
+    Returns the checkpoint's pretraining-head tensors (`cls.*`: the MLM head of a
+    `BertForPreTraining` / `BertForMaskedLM` checkpoint), empty when it has none,
+    so that a method's MLM head needs no second read of the file.
+
+    PyTorch `Linear` weights are [out, in]; Keras kernels are [in, out], and the
+    attention kernels are split per head ([hidden, heads, head_dim]).
+
+    Raises:
+        ValueError: naming the tensor that is missing or has the wrong shape.
+    """
+    t = hf_tensors(safetensors_path)
+    cfg = backbone.config
+    heads, head_dim = cfg.num_heads, cfg.hidden_size // cfg.num_heads
+
+    def get(name):
+        if name not in t:
+            raise ValueError(f"{safetensors_path}: tensor {name!r} not found; is this a BERT checkpoint?")
+        return t[name]
+
+    def assign(variable, value, name):
+        value = np.asarray(value, dtype=np.float32)
+        if tuple(variable.shape) != value.shape:
+            raise ValueError(
+                f"{safetensors_path}: tensor {name!r} has shape {value.shape}, "
+                f"the model expects {tuple(variable.shape)} (config mismatch?)."
+            )
+        variable.assign(value)
+
+    assign(backbone.token_embedding.embeddings, get("embeddings.word_embeddings.weight"), "word_embeddings")
+    pos = get("embeddings.position_embeddings.weight")
+    assign(backbone.position_embedding.position_embeddings, pos, "position_embeddings")
+    assign(backbone.segment_embedding.embeddings, get("embeddings.token_type_embeddings.weight"), "token_type")
+    g, b = _ln(t, "embeddings.LayerNorm")
+    assign(backbone.embeddings_layer_norm.gamma, g, "embeddings.LayerNorm")
+    assign(backbone.embeddings_layer_norm.beta, b, "embeddings.LayerNorm")
+    for i, layer in enumerate(backbone.transformer_layers):
+        p = f"encoder.layer.{i}"
+        att = layer._self_attention_layer
+        for proj, dense in (("query", att._query_dense), ("key", att._key_dense), ("value", att._value_dense)):
+            w = get(f"{p}.attention.self.{proj}.weight").T.reshape(cfg.hidden_size, heads, head_dim)
+            assign(dense.kernel, w, f"{p}.attention.self.{proj}.weight")
+            assign(dense.bias, get(f"{p}.attention.self.{proj}.bias").reshape(heads, head_dim), proj)
+        w = get(f"{p}.attention.output.dense.weight").T.reshape(heads, head_dim, cfg.hidden_size)
+        assign(att._output_dense.kernel, w, f"{p}.attention.output.dense.weight")
+        assign(att._output_dense.bias, get(f"{p}.attention.output.dense.bias"), "attention.output.bias")
+        g, b = _ln(t, f"{p}.attention.output.LayerNorm")
+        assign(layer._self_attention_layer_norm.gamma, g, f"{p}.attention.output.LayerNorm")
+        assign(layer._self_attention_layer_norm.beta, b, f"{p}.attention.output.LayerNorm")
+        assign(layer._feedforward_intermediate_dense.kernel, get(f"{p}.intermediate.dense.weight").T, "intermediate")
+        assign(layer._feedforward_intermediate_dense.bias, get(f"{p}.intermediate.dense.bias"), "intermediate")
+        assign(layer._feedforward_output_dense.kernel, get(f"{p}.output.dense.weight").T, "output.dense")
+        assign(layer._feedforward_output_dense.bias, get(f"{p}.output.dense.bias"), "output.dense")
+        g, b = _ln(t, f"{p}.output.LayerNorm")
+        assign(layer._feedforward_layer_norm.gamma, g, f"{p}.output.LayerNorm")
+        assign(layer._feedforward_layer_norm.beta, b, f"{p}.output.LayerNorm")
+    if "pooler.dense.weight" in t:
+        assign(backbone.pooled_dense.kernel, t["pooler.dense.weight"].T, "pooler.dense.weight")
+        assign(backbone.pooled_dense.bias, t["pooler.dense.bias"], "pooler.dense.bias")
+    return {name: value for name, value in t.items() if name.startswith("cls.")}

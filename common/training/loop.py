@@ -1,0 +1,177 @@
+"""Run management shared by every training method.
+
+`run_training` drives a compiled Keras model's own `train_step` (through
+`model.make_train_function()`, exactly what `fit` runs) step by step, so that it
+can: resume an interrupted run from its last checkpoint and continue the data
+stream where it stopped (the dataset is rebuilt and fast-forwarded to the
+restored step); checkpoint every N steps; write TensorBoard scalars; and stop on
+a non-finite loss while keeping the last good checkpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import os
+import time
+import uuid
+from typing import Callable, Dict, Optional
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from common import artifacts
+
+
+class NonFiniteLossError(RuntimeError):
+    """The loss became NaN or infinite; the run stopped."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopConfig:
+    """How long to train and how often to log and checkpoint.
+
+    Attributes:
+        total_steps: int. Optimizer steps of the whole run.
+        steps_per_epoch: int. Steps between epoch-end hooks (evaluation).
+        checkpoint_every: int. Steps between checkpoints. Defaults to 500.
+        log_every: int. Steps between TensorBoard/log lines. Defaults to 50.
+        max_checkpoints: int. Checkpoints kept. Defaults to 2.
+    """
+
+    total_steps: int
+    steps_per_epoch: int
+    checkpoint_every: int = 500
+    log_every: int = 50
+    max_checkpoints: int = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class RunPaths:
+    """Where one run writes (see common.artifacts for the layout)."""
+
+    run_id: str
+    log_dir: str
+    checkpoint_dir: str
+    model_dir: str
+
+    @classmethod
+    def for_run(cls, artifacts_dir: str, run_id: str) -> "RunPaths":
+        return cls(run_id, artifacts.log_dir(artifacts_dir, run_id), artifacts.checkpoint_dir(artifacts_dir, run_id),
+                   artifacts.model_dir(artifacts_dir, run_id))
+
+
+def _scalar(value) -> float:
+    return float(np.asarray(value).reshape(-1)[0])
+
+
+def rng_variables(model: keras.Model):
+    """The dropout seed-generator states: Keras does not track them for
+    checkpoints, but an exact resume needs them."""
+    return [v for v in model.variables if "seed_generator_state" in v.path]
+
+
+def make_checkpoint(model: keras.Model) -> tf.train.Checkpoint:
+    rng = {f"state_{i}": v.value for i, v in enumerate(rng_variables(model))}
+    return tf.train.Checkpoint(model=model, optimizer=model.optimizer, rng=rng)
+
+
+def weights_fingerprint(model: keras.Model) -> str:
+    """SHA-256 of all trainable weights (identical runs print identical fingerprints)."""
+    h = hashlib.sha256()
+    for v in model.trainable_weights:
+        h.update(np.ascontiguousarray(v.numpy()).tobytes())
+    return h.hexdigest()[:16]
+
+
+def _learning_rate(optimizer) -> float:
+    lr = optimizer.learning_rate
+    return float(lr.numpy() if hasattr(lr, "numpy") else lr)
+
+
+def run_training(model: keras.Model, make_dataset: Callable[[int], tf.data.Dataset],
+                 strategy: tf.distribute.Strategy, loop: LoopConfig, paths: RunPaths, chief: bool = True,
+                 on_epoch_end: Optional[Callable[[int, int], Dict[str, float]]] = None,
+                 after_step: Optional[Callable[[int, keras.Model], None]] = None) -> Dict[str, float]:
+    """Trains `model` for `loop.total_steps` optimizer steps, resuming if a checkpoint exists.
+
+    Args:
+        model: keras.Model. Compiled (optimizer set, `jit_compile=False`) and
+            built inside `strategy.scope()`; its `train_step` defines the method.
+        make_dataset: callable. start_step -> dataset of global batches that
+            continues the data stream at `start_step` (same seed, same order).
+        strategy: tf.distribute.Strategy.
+        loop: LoopConfig.
+        paths: RunPaths. Checkpoints and TensorBoard logs go there.
+        chief: bool. Whether this task keeps checkpoints and logs (multi-worker:
+            the other workers write to temporary directories they delete).
+        on_epoch_end: callable. (epoch, step) -> metrics to log, or None.
+        after_step: callable. (step, model) -> None, called after each step and
+            its checkpoint (tests use it to interrupt a run).
+
+    Returns:
+        The last logged metrics, plus `step` and `seconds`.
+
+    Raises:
+        NonFiniteLossError: when the loss becomes NaN/inf (the last good
+            checkpoint is kept and named in the message).
+    """
+    ckpt_dir = paths.checkpoint_dir if chief else os.path.join(
+        paths.checkpoint_dir, f".worker-{uuid.uuid4().hex[:8]}")
+    checkpoint = make_checkpoint(model)
+    manager = tf.train.CheckpointManager(checkpoint, ckpt_dir, max_to_keep=loop.max_checkpoints)
+    with strategy.scope():
+        model.optimizer.build(model.trainable_variables)
+    start = 0
+    # Every worker restores from the chief's checkpoints (non-chief workers only save to scratch).
+    latest = tf.train.latest_checkpoint(paths.checkpoint_dir)
+    if latest:
+        checkpoint.restore(latest).assert_existing_objects_matched()
+        start = int(model.optimizer.iterations.numpy())
+        logging.info("Resumed %s from %s at step %d.", paths.run_id, latest, start)
+    if start >= loop.total_steps:
+        logging.info("Run %s already finished (%d steps).", paths.run_id, start)
+        return {"step": start, "seconds": 0.0}
+    model.make_train_function()
+    train_fn = model.train_function
+    iterator = iter(strategy.experimental_distribute_dataset(make_dataset(start)))
+    writer = tf.summary.create_file_writer(paths.log_dir if chief else os.path.join(ckpt_dir, "log"))
+    began, logs, last_good = time.time(), {}, latest
+    for metric in model.metrics:
+        metric.reset_state()
+    for step in range(start + 1, loop.total_steps + 1):
+        out = train_fn(iterator)
+        loss = _scalar(out["loss"])
+        if not math.isfinite(loss):
+            raise NonFiniteLossError(
+                f"Run {paths.run_id}: the loss became {loss} at step {step}; training stopped. "
+                f"Last good checkpoint: {last_good or 'none (no checkpoint yet)'}. Lower the learning rate "
+                f"and resume with --resume={paths.run_id}, or start a new run."
+            )
+        if step % loop.log_every == 0 or step == loop.total_steps:
+            logs = {k: _scalar(v) for k, v in out.items()}
+            logs["learning_rate"] = _learning_rate(model.optimizer)
+            with writer.as_default(step=step):
+                for k, v in logs.items():
+                    tf.summary.scalar(f"train/{k}", v)
+            logging.info("step %d/%d %s", step, loop.total_steps,
+                         " ".join(f"{k}={v:.4g}" for k, v in logs.items()))
+            for metric in model.metrics:
+                metric.reset_state()
+        if step % loop.checkpoint_every == 0 or step == loop.total_steps:
+            last_good = manager.save(checkpoint_number=step)
+        if on_epoch_end and step % loop.steps_per_epoch == 0:
+            extra = on_epoch_end(step // loop.steps_per_epoch, step) or {}
+            with writer.as_default(step=step):
+                for k, v in extra.items():
+                    tf.summary.scalar(f"eval/{k}", v)
+            logs.update(extra)
+        if after_step:
+            after_step(step, model)
+    writer.flush()
+    if not chief:
+        tf.io.gfile.rmtree(ckpt_dir)
+    return {**logs, "step": loop.total_steps, "seconds": round(time.time() - began, 2)}

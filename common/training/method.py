@@ -1,0 +1,135 @@
+"""The method contract: what a training method implements, and what it inherits.
+
+A method's model subclasses `MethodModel`. It implements one hook,
+
+    compute_losses(data, training) -> {"loss": this replica's share of the
+        global-batch loss (what is differentiated), "total": the global loss,
+        and any other global scalars named in `metric_names`}
+
+and, where it has more than an encoder to publish, `published_layers()`. The
+base class owns everything else: `train_step` / `test_step`, metric tracking,
+the optional gradient clip on the global gradient, skipping variables that
+get no gradient, and the weights that are published.
+
+Each method package registers itself once in its `method.py`
+(`common.training.registry.register`), with its options dataclass, its model
+builder and its data builder.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Mapping, Optional, Tuple
+
+import keras
+import tensorflow as tf
+
+from common.training.distribute import replica_sum
+
+
+def step_outputs(metrics) -> Dict[str, tf.Tensor]:
+    """A train/test step's return value: each metric result as a [1] tensor.
+
+    Keras 3 reduces step outputs under MultiWorkerMirroredStrategy with
+    `strategy.reduce(MEAN, v, axis=0)`, which fails on scalars; a [1] tensor is
+    reduced correctly there and by every other strategy.
+    """
+    return {m.name: tf.reshape(m.result(), [1]) for m in metrics}
+
+
+def apply_gradients(optimizer, grads, variables) -> None:
+    """Applies the gradients that exist: heads a method does not use (the NSP
+    pooler of a TF-Hub BERT, the regressor of a cosine objective) get none."""
+    optimizer.apply_gradients([(g, v) for g, v in zip(grads, variables) if g is not None])
+
+
+def clip_by_global_norm_across_replicas(grads, clip_norm: float):
+    """Scales this replica's gradients so that their sum over replicas (what the
+    optimizer applies) has global norm <= clip_norm.
+
+    Keras clips each replica's gradient before the cross-replica sum, so its
+    `global_clipnorm` gives a different update on N replicas than on one.
+    """
+    summed = [None if g is None else replica_sum(tf.convert_to_tensor(g)) for g in grads]
+    norm = tf.linalg.global_norm([g for g in summed if g is not None])
+    scale = clip_norm / tf.maximum(norm, clip_norm)
+    return [None if g is None else tf.convert_to_tensor(g) * scale for g in grads]
+
+
+class MethodModel(keras.Model):
+    """Base of every training method's model.
+
+    Args:
+        encoder: SentenceEncoder. The sentence encoder that is trained and exported.
+        clip_norm: float or None. Clip the global-batch gradient to this global
+            norm before the update (applied across replicas, see
+            `clip_by_global_norm_across_replicas`); None or 0 disables it.
+        **kwargs: passed to keras.Model (e.g. `name`).
+
+    Class attributes:
+        metric_names: tuple of str. Scalars tracked per step: "loss" tracks
+            `compute_losses(...)["total"]`, every other name the same key.
+        pair_outputs: tuple of str or None. When set, the published artifact
+            also holds a `siamese/` (sentence1, sentence2) -> outputs SavedModel
+            of `call({"premise": ..., "hypothesis": ...})`.
+    """
+
+    metric_names: Tuple[str, ...] = ("loss",)
+    pair_outputs: Optional[Tuple[str, ...]] = None
+
+    def __init__(self, encoder, clip_norm: Optional[float] = None, **kwargs):
+        super().__init__(**kwargs)
+        self.encoder = encoder
+        self.clip_norm = clip_norm
+        self.trackers = {name: keras.metrics.Mean(name=name) for name in self.metric_names}
+
+    # === The hooks a method implements ===
+
+    def compute_losses(self, data, training: bool) -> Dict[str, tf.Tensor]:
+        """The global-batch loss of one step.
+
+        Args:
+            data: one global batch as the method's dataset yields it (this replica's part).
+            training: bool. Dropout and other training-only behaviour.
+
+        Returns:
+            Dict with "loss" (this replica's share: the sum over replicas is the
+            global loss, so summed gradients equal one device's), "total" (the
+            global loss, for logging) and every other name in `metric_names`.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement compute_losses(data, training).")
+
+    def published_layers(self) -> Dict[str, keras.layers.Layer]:
+        """The layers whose weights the artifact's `weights/` checkpoint holds."""
+        return {"encoder": self.encoder}
+
+    def update_metrics(self, data, out: Mapping[str, tf.Tensor]) -> None:
+        """Feeds this step's values to the trackers; override to add sample weights."""
+        for name, tracker in self.trackers.items():
+            tracker.update_state(out["total"] if name == "loss" else out[name])
+
+    # === What every method shares ===
+
+    def call(self, inputs, training: bool = False):
+        return self.encoder(inputs, training=training)
+
+    @property
+    def metrics(self):
+        return list(self.trackers.values())
+
+    def weights_checkpoint(self) -> tf.train.Checkpoint:
+        """The published weights, without optimizer state."""
+        return tf.train.Checkpoint(model=tf.train.Checkpoint(**self.published_layers()))
+
+    def train_step(self, data):
+        with tf.GradientTape() as tape:
+            out = self.compute_losses(data, training=True)
+        grads = tape.gradient(out["loss"], self.trainable_variables)
+        if self.clip_norm:
+            grads = clip_by_global_norm_across_replicas(grads, self.clip_norm)
+        apply_gradients(self.optimizer, grads, self.trainable_variables)
+        self.update_metrics(data, out)
+        return step_outputs(self.metrics)
+
+    def test_step(self, data):
+        self.update_metrics(data, self.compute_losses(data, training=False))
+        return step_outputs(self.metrics)

@@ -1,0 +1,71 @@
+"""Learning-rate schedules, functions of the optimizer's step computed in the graph."""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+
+@keras.saving.register_keras_serializable(package="common")
+class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warm-up from 0 to `peak_lr`, then polynomial decay to `end_lr`.
+
+    The decay runs over the steps *after* warm-up, so the rate is continuous at
+    the end of warm-up. (The original PAUSE code decayed over all steps from
+    step 0, so the rate dropped abruptly when warm-up ended.) With
+    `cut_fraction`-style warm-up and power 1 this is also the slanted triangular
+    schedule of Howard & Ruder (2018) used by DeCLUTR.
+
+    Args:
+        peak_lr: float. Rate at the end of warm-up.
+        total_steps: int. Steps of the whole run.
+        warmup_steps: int. Steps of linear warm-up.
+        end_lr: float. Rate at `total_steps` and after. Defaults to 0.
+        power: float. Power of the decay polynomial. Defaults to 1 (linear).
+    """
+
+    def __init__(self, peak_lr: float, total_steps: int, warmup_steps: int, end_lr: float = 0.0, power: float = 1.0):
+        if total_steps < 1 or not 0 <= warmup_steps <= total_steps:
+            raise ValueError(f"Need 0 <= warmup_steps <= total_steps and total_steps >= 1, "
+                             f"got warmup_steps={warmup_steps}, total_steps={total_steps}.")
+        self.peak_lr = float(peak_lr)
+        self.total_steps = int(total_steps)
+        self.warmup_steps = int(warmup_steps)
+        self.end_lr = float(end_lr)
+        self.power = float(power)
+
+    def __call__(self, step):
+        step = tf.cast(step, tf.float32)
+        warm = self.peak_lr * step / max(self.warmup_steps, 1)
+        decay_steps = max(self.total_steps - self.warmup_steps, 1)
+        progress = tf.clip_by_value((step - self.warmup_steps) / decay_steps, 0.0, 1.0)
+        decayed = (self.peak_lr - self.end_lr) * (1.0 - progress) ** self.power + self.end_lr
+        return tf.where(step < self.warmup_steps, warm, decayed)
+
+    def get_config(self):
+        return {"peak_lr": self.peak_lr, "total_steps": self.total_steps, "warmup_steps": self.warmup_steps,
+                "end_lr": self.end_lr, "power": self.power}
+
+
+# Parameters never decayed by AdamW (as BERT, AllenNLP and Hugging Face do).
+NO_WEIGHT_DECAY = ("bias", "gamma", "beta")
+
+
+def make_optimizer(config, total_steps: int) -> keras.optimizers.Optimizer:
+    """The optimizer of every method, from its `OptimizerSection`.
+
+    Adam with `WarmupPolynomialDecay(train_lr, total_steps, warm-up, end_lr)`;
+    with `weight_decay` > 0 it is AdamW, biases and LayerNorm parameters
+    excluded. (The gradient clip is applied by `MethodModel` to the global
+    gradient, not by the optimizer, which would clip per replica.)
+
+    Args:
+        config: OptimizerSection.
+        total_steps: int. Steps of the run.
+    """
+    schedule = WarmupPolynomialDecay(config.train_lr, total_steps, config.warmup_steps(total_steps), config.end_lr)
+    if not config.weight_decay:
+        return keras.optimizers.Adam(learning_rate=schedule)
+    optimizer = keras.optimizers.AdamW(learning_rate=schedule, weight_decay=config.weight_decay)
+    optimizer.exclude_from_weight_decay(var_names=list(NO_WEIGHT_DECAY))
+    return optimizer
