@@ -9,20 +9,19 @@ from absl import logging
 
 from common.data.sources import resolve_sources
 from common.data.synthetic import write_documents
-from common.models.encoder import EncoderConfig, build_encoder
+from common.models.encoder import build_encoder
 from common.models.masked_lm import MaskedLMHead, mask_tokens
 from common.training import registry
 from common.training.config import TrainConfig
+from common.training.runs import encoder_config
 from declutr_tf.config import DEFAULTS, DeclutrOptions
 from declutr_tf.documents import read_documents, span_batches
 from declutr_tf.model import DeclutrModel
 
 
 def build_model(config: TrainConfig):
-    options, enc = config.options, config.encoder
-    encoder = build_encoder(EncoderConfig(spec=enc.model, max_seq_len=enc.max_seq_len,
-                                          pad_to_multiple_of=enc.pad_to_multiple_of, pooling="mean",
-                                          dropout=enc.dropout))
+    options = config.options
+    encoder = build_encoder(encoder_config(config, pooling="mean"))
     head = MaskedLMHead.for_encoder(encoder, name="mlm_head") if options.mlm else None
     return DeclutrModel(encoder, options.num_positives, options.temperature, head, options.contrastive,
                         name="declutr")

@@ -14,10 +14,10 @@ from common.data.sampling import StreamSampler, batches_dataset
 from common.data.sources import resolve_sources
 from common.data.sts import load_stsb
 from common.data.synthetic import write_nli_jsonl
-from common.models.encoder import EncoderConfig, build_encoder
+from common.models.encoder import build_encoder
 from common.training import registry
 from common.training.config import TrainConfig
-from common.training.runs import pretrained_weights_prefix
+from common.training.runs import encoder_config, pretrained_weights_prefix
 from pause_tf.config import DEFAULTS, PauseOptions
 from pause_tf.model import PauseModel, StsbModel
 from pause_tf.pu_data import pu_batches, pu_split
@@ -40,10 +40,8 @@ def _restore_pretrained(model, config: TrainConfig) -> None:
 
 
 def build_model(config: TrainConfig):
-    options, enc = config.options, config.encoder
-    encoder = build_encoder(EncoderConfig(spec=enc.model, max_seq_len=enc.max_seq_len,
-                                          pad_to_multiple_of=enc.pad_to_multiple_of, pooling="mean",
-                                          dropout=enc.dropout))
+    options = config.options
+    encoder = build_encoder(encoder_config(config, pooling="mean"))
     head = dict(num_classes=options.num_classes, hidden_units=options.hidden_units, name="pause")
     if options.task == "nli":
         model = PauseModel(encoder, prior=options.prior, total_steps=config.total_steps,

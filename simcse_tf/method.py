@@ -12,9 +12,10 @@ import tensorflow as tf
 from common.data.fingerprint import fingerprint_rows
 from common.data.sampling import StreamSampler, batches_dataset
 from common.data.synthetic import write_sentences
-from common.models.encoder import EncoderConfig, build_encoder
+from common.models.encoder import build_encoder
 from common.training import registry
 from common.training.config import TrainConfig
+from common.training.runs import encoder_config
 from simcse_tf.config import DEFAULTS, SimcseOptions, mode_defaults
 from simcse_tf.data import read_sentences, read_triples
 from simcse_tf.model import SimcseModel
@@ -42,10 +43,8 @@ def resolve(config: TrainConfig) -> TrainConfig:
 
 
 def build_model(config: TrainConfig):
-    options, enc = config.options, config.encoder
-    pooling = "mean" if options.pooling == "mean" else "cls"
-    encoder = build_encoder(EncoderConfig(spec=enc.model, max_seq_len=enc.max_seq_len, pooling=pooling,
-                                          pad_to_multiple_of=enc.pad_to_multiple_of, dropout=enc.dropout))
+    options = config.options
+    encoder = build_encoder(encoder_config(config, pooling="mean" if options.pooling == "mean" else "cls"))
     return SimcseModel(encoder, options.mode, options.temperature, options.hard_negative_weight,
                        use_mlp=options.pooling == "cls_mlp", name="simcse")
 

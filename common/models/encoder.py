@@ -8,6 +8,13 @@ Specs (`EncoderConfig.spec`):
     `1_Pooling/config.json` and `sentence_bert_config.json` are honoured);
   - "small", "base": the TF Hub BERT handles of the original PAUSE code, any
     TF Hub URL, or a local/`gs://` TF-Hub-format BERT SavedModel;
+  - "bert_tiny", "bert_mini", "bert_small", "bert_medium", "bert_base" (Google's
+    small-BERT shapes, L-2/H-128 ... L-12/H-768) or a `bert_config.json` file: a
+    freshly initialised BERT (truncated normal 0.02, seeded) with the uncased
+    WordPiece vocabulary of the offline package, to pretrain with `--method=mlm`;
+  - an artifact directory written by train.py (`config.json` + `weights/`): the
+    encoder it was trained from, with the trained weights (and the MLM head, when
+    the run had one, for a method that continues MLM);
   - "tiny": a randomly initialised 2-layer BERT with the MiniLM vocabulary, for tests.
 """
 
@@ -29,6 +36,8 @@ from common.models.tokenization import BertTokenizer, TokenizerConfig, read_voca
 
 VALID_SPECS_HELP = (
     "valid encoder specs: 'minilm' (offline default), 'tiny' (random, for tests), "
+    "'bert_tiny', 'bert_mini', 'bert_small', 'bert_medium', 'bert_base' or a bert_config.json (fresh, random BERTs "
+    "to pretrain), a run ID or artifact directory of train.py, "
     "'small' or 'base' (the original TF Hub BERTs), a TF Hub URL (https://tfhub.dev/...), "
     "a local or gs:// Hugging Face BERT directory (config.json, model.safetensors, vocab.txt), "
     "or a TF-Hub-format BERT SavedModel directory"
@@ -36,6 +45,13 @@ VALID_SPECS_HELP = (
 
 # Architecture of the "tiny" test encoder.
 TINY_BERT = dict(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_position_embeddings=512)
+# Google's small BERTs (Turc et al., 2019; TF Hub small_bert/bert_en_uncased_L-*_H-*_A-*) and BERT-base:
+# (layers, hidden size, attention heads); the feed-forward width is 4 x hidden.
+FRESH_BERTS = {"bert_tiny": (2, 128, 2), "bert_mini": (4, 256, 4), "bert_small": (4, 512, 8),
+               "bert_medium": (8, 512, 8), "bert_base": (12, 768, 12)}
+# BERT's initializer_range: weights ~ truncated normal (stddev 0.02, cut at 2 stddev).
+BERT_INIT_STDDEV = 0.02
+WEIGHTS_SUBDIR = "weights"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,9 +144,10 @@ def is_saved_model_dir(path: str) -> bool:
     return tf.io.gfile.exists(_join(path, "saved_model.pb"))
 
 
-def randomize_weights(model: keras.Model, seed: int, stddev: float = 0.02) -> None:
+def randomize_weights(model: keras.Model, seed: int, stddev: float = 0.02, truncated: bool = False) -> None:
     """Deterministic BERT-style init from `seed` (no global RNG): N(0, stddev)
-    kernels and embeddings, unit LayerNorm scales, zero biases and offsets."""
+    kernels and embeddings (cut at 2 stddev, redrawn, when `truncated`, as BERT's
+    truncated_normal_initializer), unit LayerNorm scales, zero biases and offsets."""
     rng = np.random.default_rng(seed)
     for v in model.weights:
         name = v.path.split("/")[-1]
@@ -139,7 +156,11 @@ def randomize_weights(model: keras.Model, seed: int, stddev: float = 0.02) -> No
         elif name in ("beta", "bias"):
             v.assign(np.zeros(v.shape, np.float32))
         elif v.trainable:
-            v.assign(rng.normal(0.0, stddev, size=v.shape).astype(np.float32))
+            values = rng.normal(0.0, 1.0, size=v.shape)
+            while truncated and np.any(np.abs(values) > 2.0):
+                outside = np.abs(values) > 2.0
+                values[outside] = rng.normal(0.0, 1.0, size=int(outside.sum()))
+            v.assign((values * stddev).astype(np.float32))
 
 
 @keras.saving.register_keras_serializable(package="common")
@@ -170,6 +191,8 @@ class SentenceEncoder(keras.Model):
         self.encoder_config = config
         # Kept out of Keras' tracking: plain arrays, read once by a method's MLM head.
         self._head_tensors = tuple((pretrained_head_tensors or {}).items())
+        # A train.py weights checkpoint that holds a trained MLM head (`model/mlm_head`), or None.
+        self.pretrained_head_checkpoint = None
 
     @property
     def hidden_size(self) -> int:
@@ -238,24 +261,37 @@ class SentenceEncoder(keras.Model):
                    name=config.get("name", "sentence_encoder"))
 
 
+def is_artifact_dir(path: str) -> bool:
+    """A model directory written by train.py: config.json with the encoder settings, and weights/."""
+    return tf.io.gfile.exists(_join(path, "config.json")) and tf.io.gfile.isdir(_join(path, WEIGHTS_SUBDIR))
+
+
 def _resolve_spec(spec: str) -> tuple[str, str]:
-    """Returns (kind, location) for a spec; kind in {minilm, tiny, hub, hf}."""
+    """Returns (kind, location) for a spec; kind in {hf, tiny, fresh, hub, artifact}."""
     if spec == "minilm":
         return "hf", minilm_dir()
     if spec == "tiny":
         return "tiny", minilm_dir()
+    if spec in FRESH_BERTS:
+        return "fresh", spec
+    if spec.endswith(".json"):
+        if not tf.io.gfile.exists(spec):
+            raise FileNotFoundError(f"--model={spec}: no such BERT configuration file.")
+        return "fresh", spec
     if spec in hub_backbone.TFHUB_HANDLES:
         return "hub", hub_backbone.TFHUB_HANDLES[spec]
     if hub_backbone.is_hub_handle(spec):
         return "hub", spec
     if spec.startswith("gs://") or os.path.isdir(spec):
+        if is_artifact_dir(spec):
+            return "artifact", spec
         if is_hf_bert_dir(spec):
             return "hf", spec
         if is_saved_model_dir(spec):
             return "hub", spec
         raise ValueError(
-            f"{spec}: neither a Hugging Face BERT directory (config.json, model.safetensors, vocab.txt) "
-            "nor a SavedModel directory (saved_model.pb)."
+            f"{spec}: neither a train.py artifact (config.json, weights/), a Hugging Face BERT directory "
+            "(config.json, model.safetensors, vocab.txt) nor a SavedModel directory (saved_model.pb)."
         )
     raise ValueError(f"Unknown encoder spec {spec!r}; {VALID_SPECS_HELP}.")
 
@@ -274,15 +310,20 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
         FileNotFoundError: when a required file is missing.
     """
     kind, location = _resolve_spec(config.spec)
+    if kind == "artifact":
+        return _artifact_encoder(location, config)
     settings: Dict[str, Any] = {}
     head_tensors: Dict[str, np.ndarray] = {}
     if kind == "hub":
         backbone = hub_backbone.HubBertBackbone(location, name="backbone")
         vocab_path, lowercase = backbone.vocabulary_path(), backbone.do_lower_case()
     else:
-        vocab_path, lowercase = _join(location, "vocab.txt"), True
+        # Fresh BERTs use the offline package's uncased WordPiece vocabulary (BERT-base-uncased's 30,522 entries).
+        vocab_path, lowercase = _join(minilm_dir() if kind == "fresh" else location, "vocab.txt"), True
         if kind == "tiny":
             bert_config = bert_lib.BertConfig(vocab_size=len(read_vocabulary(vocab_path)), **TINY_BERT)
+        elif kind == "fresh":
+            bert_config = _fresh_bert_config(location, len(read_vocabulary(vocab_path)))
         else:
             bert_config = bert_lib.BertConfig.from_hf_config(_join(location, "config.json"))
             settings = sentence_transformers_settings(location)
@@ -294,6 +335,8 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
         backbone = bert_lib.BertBackbone(bert_config, name="backbone")
         if kind == "tiny":
             randomize_weights(backbone, config.seed)
+        elif kind == "fresh":
+            randomize_weights(backbone, config.seed, BERT_INIT_STDDEV, truncated=True)
         else:
             head_tensors = bert_lib.load_hf_weights(backbone, _join(location, "model.safetensors"))
     max_seq_len = config.max_seq_len or settings.get("max_seq_len", 128)
@@ -306,3 +349,37 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
     normalize = settings.get("normalize", False) if config.normalize is None else config.normalize
     resolved = dataclasses.replace(config, max_seq_len=max_seq_len, pooling=pooling, normalize=normalize)
     return SentenceEncoder(tokenizer, backbone, pooling, normalize, resolved, head_tensors, name="sentence_encoder")
+
+
+def _fresh_bert_config(spec: str, vocab_size: int) -> bert_lib.BertConfig:
+    """The architecture of a fresh BERT: a FRESH_BERTS name or a bert_config.json."""
+    if spec in FRESH_BERTS:
+        layers, hidden, heads = FRESH_BERTS[spec]
+        return bert_lib.BertConfig(vocab_size=vocab_size, hidden_size=hidden, num_layers=layers, num_heads=heads,
+                                   intermediate_size=4 * hidden)
+    bert_config = bert_lib.BertConfig.from_hf_config(spec)
+    if bert_config.vocab_size != vocab_size:
+        raise ValueError(f"{spec}: vocab_size {bert_config.vocab_size} does not match the uncased WordPiece "
+                         f"vocabulary ({vocab_size} entries) that fresh BERTs use.")
+    return bert_config
+
+
+def _artifact_encoder(path: str, config: EncoderConfig) -> SentenceEncoder:
+    """The encoder a train.py run started from, with the run's trained weights.
+
+    Settings given in `config` (length, pooling, dropout, padding) override the
+    run's; the architecture and vocabulary are the run's.
+    """
+    saved = EncoderConfig(**_read_json(_join(path, "config.json"))["encoder"])
+    overrides = {k: v for k, v in dataclasses.asdict(config).items()
+                 if k not in ("spec", "seed") and v is not None and v != getattr(EncoderConfig(), k)}
+    encoder = build_encoder(dataclasses.replace(saved, **overrides))
+    prefix = tf.train.latest_checkpoint(_join(path, WEIGHTS_SUBDIR))
+    if prefix is None:
+        raise FileNotFoundError(f"{path}/{WEIGHTS_SUBDIR}: no weights checkpoint; expected a model trained by train.py.")
+    status = tf.train.Checkpoint(model=tf.train.Checkpoint(encoder=encoder)).read(prefix).expect_partial()
+    status.assert_existing_objects_matched()
+    names = [name for name, _ in tf.train.list_variables(prefix)]
+    encoder.pretrained_head_checkpoint = prefix if any(n.startswith("model/mlm_head/") for n in names) else None
+    encoder.encoder_config = dataclasses.replace(encoder.encoder_config, spec=path)
+    return encoder

@@ -82,11 +82,18 @@ class MaskedLMHead(keras.layers.Layer):
     @classmethod
     def for_encoder(cls, encoder, **kwargs) -> "MaskedLMHead":
         """A head tied to `encoder`'s token embeddings, with its hidden size and LayerNorm epsilon;
-        loads the pretrained head of the encoder's checkpoint when it has one."""
+        loads the pretrained head of the encoder's checkpoint when it has one (a Hugging Face
+        `cls.predictions.*`, or the `mlm_head` of a train.py artifact)."""
         matrix = encoder.token_embedding_matrix
         vocab_size, hidden_size = matrix().shape
         head = cls(matrix, hidden_size, vocab_size, layer_norm_eps=encoder.layer_norm_epsilon, **kwargs)
-        head.load_hf_head(encoder.pretrained_head_tensors, encoder.encoder_config.spec)
+        prefix = getattr(encoder, "pretrained_head_checkpoint", None)
+        if prefix:
+            status = tf.train.Checkpoint(model=tf.train.Checkpoint(mlm_head=head)).read(prefix).expect_partial()
+            status.assert_existing_objects_matched()
+            logging.info("MLM head restored from %s.", prefix)
+        else:
+            head.load_hf_head(encoder.pretrained_head_tensors, encoder.encoder_config.spec)
         return head
 
     def call(self, hidden: tf.Tensor) -> tf.Tensor:
@@ -113,7 +120,7 @@ class MaskedLMHead(keras.layers.Layer):
 
 def masked_lm_statistics(head: MaskedLMHead, sequence_output: tf.Tensor, labels: tf.Tensor,
                          weights: tf.Tensor) -> Dict[str, tf.Tensor]:
-    """Sum of the cross-entropy over selected positions, and their count.
+    """Sum of the cross-entropy over selected positions, their count, and how many were predicted right.
 
     Only the selected positions go through the vocabulary projection.
     """
@@ -122,4 +129,6 @@ def masked_lm_statistics(head: MaskedLMHead, sequence_output: tf.Tensor, labels:
     targets = tf.gather_nd(labels, positions)  # [M]
     logits = head(hidden)  # [M, V]
     ce = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=targets, logits=tf.cast(logits, tf.float32))
-    return {"mlm_sum": tf.reduce_sum(ce), "mlm_count": tf.cast(tf.shape(positions)[0], tf.float32)}
+    correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=targets.dtype), targets), tf.float32)
+    return {"mlm_sum": tf.reduce_sum(ce), "mlm_count": tf.cast(tf.shape(positions)[0], tf.float32),
+            "mlm_correct": tf.reduce_sum(correct)}

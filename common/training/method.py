@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Dict, Mapping, Optional, Tuple
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from common.training.distribute import replica_sum
@@ -81,6 +82,9 @@ class MethodModel(keras.Model):
         self.encoder = encoder
         self.clip_norm = clip_norm
         self.trackers = {name: keras.metrics.Mean(name=name) for name in self.metric_names}
+        # A finite dataset of global batches that `make_data` may set (e.g. held-out
+        # books for masked-LM): `validation_metrics()` scores it at each epoch end.
+        self.validation_data: Optional[tf.data.Dataset] = None
 
     # === The hooks a method implements ===
 
@@ -119,6 +123,29 @@ class MethodModel(keras.Model):
     def weights_checkpoint(self) -> tf.train.Checkpoint:
         """The published weights, without optimizer state."""
         return tf.train.Checkpoint(model=tf.train.Checkpoint(**self.published_layers()))
+
+    def validation_metrics(self) -> Dict[str, float]:
+        """`test_step` over `validation_data`: {"heldout_<metric>": mean over its batches}, or {}.
+
+        Collective under a distribution strategy: every worker calls it. The
+        training trackers are reset afterwards (the next log starts afresh).
+        """
+        if self.validation_data is None:
+            return {}
+        for metric in self.metrics:
+            metric.reset_state()
+        steps = int(self.validation_data.cardinality())
+        if steps < 0:
+            raise ValueError("validation_data must be a finite dataset of known size (e.g. from_tensor_slices).")
+        self.make_test_function()
+        iterator = iter(self.distribute_strategy.experimental_distribute_dataset(self.validation_data))
+        logs = {}
+        for _ in range(steps):
+            logs = self.test_function(iterator)
+        values = {f"heldout_{k}": float(np.asarray(v).reshape(-1)[0]) for k, v in logs.items()}
+        for metric in self.metrics:
+            metric.reset_state()
+        return values
 
     def train_step(self, data):
         with tf.GradientTape() as tape:

@@ -25,6 +25,7 @@ from absl import logging
 
 from common import artifacts
 from common.data.sources import evaluation_sets_in
+from common.models.encoder import EncoderConfig
 from common.models.export import export_encoder, export_pair_model, package_versions
 from common.training import registry
 from common.training.config import TrainConfig
@@ -111,6 +112,24 @@ def pretrained_weights_prefix(pretrained: str, artifacts_dir: str):
         return prefix, json.load(f)
 
 
+def encoder_config(config: TrainConfig, **overrides: Any) -> EncoderConfig:
+    """The EncoderConfig of a run's encoder section, for a method's `build_model`.
+
+    `--model` may name a run ID (under the run's artifacts root) or an artifact
+    directory, so any method can start from any trained model; fresh BERTs are
+    initialised from the run's seed.
+
+    Args:
+        config: TrainConfig.
+        **overrides: EncoderConfig fields the method fixes (e.g. `pooling="mean"`).
+    """
+    enc = config.encoder
+    spec = artifacts.model_path(enc.model, config.run.artifacts_dir) or enc.model
+    settings = dict(spec=spec, max_seq_len=enc.max_seq_len, pad_to_multiple_of=enc.pad_to_multiple_of,
+                    dropout=enc.dropout, seed=config.run.seed)
+    return EncoderConfig(**{**settings, **overrides})
+
+
 @contextlib.contextmanager
 def seeded(seed: int):
     """Seeds what Keras draws default seeds from (Python's `random`, NumPy's global
@@ -180,10 +199,13 @@ def train(config: TrainConfig, evaluator: Optional[Evaluator] = None, after_step
     embed_fn = tf.function(model.encoder.embed_strings, input_signature=[tf.TensorSpec([None], tf.string)])
 
     def on_epoch_end(epoch: int, step: int):
-        if not (chief and evaluator is not None and config.run.eval_each_epoch):
+        if not config.run.eval_each_epoch:
             return {}
-        scores = evaluator(embed_fn)
-        logging.info("epoch %d (step %d): %s", epoch, step, " ".join(f"{k}={v:.2f}" for k, v in scores.items()))
+        scores = model.validation_metrics()  # every worker: it is collective
+        if chief and evaluator is not None:
+            scores.update(evaluator(embed_fn))
+        if scores:
+            logging.info("epoch %d (step %d): %s", epoch, step, " ".join(f"{k}={v:.4g}" for k, v in scores.items()))
         return scores
 
     run = config.run

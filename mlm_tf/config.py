@@ -1,0 +1,29 @@
+"""The masked-LM method's own settings; run, encoder and optimizer sections are shared."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from common.training.config import option
+
+# Where masked-LM pretraining's defaults differ from the shared sections': a fresh BERT-tiny on the
+# Gutenberg books, AdamW with weight decay 0.01 (BERT's), 5 % warm-up, linear decay, clip 1.
+DEFAULTS = {"model": "bert_tiny", "train_data": ("documents/gutenberg/books.txt",), "batch_size": 64,
+            "max_seq_len": 128, "train_steps_per_epoch": 1000, "train_lr": 5e-4, "warmup_fraction": 0.05,
+            "weight_decay": 0.01, "clip_norm": 1.0}
+
+
+@dataclasses.dataclass(frozen=True)
+class MlmOptions:
+    """BERT's masked-LM recipe on documents packed into windows of --max_seq_len tokens."""
+
+    mask_rate: float = option(0.15, "Share of real tokens selected for prediction (80 % [MASK], 10 % random, "
+                                    "10 % unchanged); fresh masks every step.")
+    heldout_books: int = option(6, "Whole books held out for the held-out MLM loss and accuracy (a seeded choice; "
+                                   "with no manifest.json beside the documents, whole documents).", lower_bound=1)
+    heldout_windows: int = option(512, "Held-out windows scored at each epoch end (a fixed, seeded subset with "
+                                       "fixed masks).", lower_bound=1)
+
+    def validate(self, config) -> None:
+        if not 0 < self.mask_rate < 1:
+            raise ValueError(f"--mask_rate must be in (0, 1), got {self.mask_rate}.")

@@ -1,0 +1,126 @@
+"""Documents grouped into books, a whole-book held-out split, and packing into windows."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import posixpath
+from typing import List, Sequence, Tuple
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from common.data.files import open_data_file
+
+MANIFEST = "manifest.json"
+
+
+@dataclasses.dataclass
+class Books:
+    """Documents (one per line of the source files) grouped by the book they come from.
+
+    Attributes:
+        documents: list of list of str. documents[b] are book b's documents, in order.
+        titles: list of str. A name per book.
+    """
+
+    documents: List[List[str]]
+    titles: List[str]
+
+
+def read_books(paths: Sequence[str]) -> Books:
+    """Reads documents, one per line, grouped into books.
+
+    A `manifest.json` beside a file (as `documents/gutenberg/` has) gives each book's
+    number of documents, in file order; without one, every document is its own "book".
+
+    Raises:
+        ValueError: when a manifest's document counts do not add up to the file's lines.
+    """
+    documents, titles = [], []
+    for path in paths:
+        lines = [line for line in open_data_file(path).split("\n") if line.strip()]
+        manifest = posixpath.join(posixpath.dirname(path), MANIFEST)
+        if tf.io.gfile.exists(manifest):
+            with tf.io.gfile.GFile(manifest) as f:
+                books = json.load(f)["books"]
+            counts = [int(b["documents"]) for b in books]
+            if sum(counts) != len(lines):
+                raise ValueError(f"{manifest}: its books have {sum(counts)} documents, but {path} has {len(lines)} "
+                                 "non-empty lines; expected one document per line, books in manifest order.")
+            start = 0
+            for book, count in zip(books, counts):
+                documents.append(lines[start:start + count])
+                titles.append(str(book.get("title", book.get("ebook", len(titles)))))
+                start += count
+        else:
+            logging.warning("%s: no %s beside it; each document is held out (or not) on its own.", path, MANIFEST)
+            documents.extend([line] for line in lines)
+            titles.extend(f"{posixpath.basename(path)}:{i + 1}" for i in range(len(lines)))
+    if not documents:
+        raise ValueError(f"No documents in {list(paths)}; expected text files with one document per line.")
+    return Books(documents, titles)
+
+
+def split_books(books: Books, heldout: int, seed: int) -> Tuple[List[str], List[str], List[str]]:
+    """A seeded whole-book split: (training documents, held-out documents, held-out titles).
+
+    Raises:
+        ValueError: when fewer than heldout + 1 books exist.
+    """
+    if heldout >= len(books.documents):
+        raise ValueError(f"--heldout_books={heldout} leaves no training book ({len(books.documents)} books).")
+    chosen = set(np.random.default_rng(seed).choice(len(books.documents), size=heldout, replace=False).tolist())
+    train = [d for b, docs in enumerate(books.documents) if b not in chosen for d in docs]
+    held = [d for b, docs in enumerate(books.documents) if b in chosen for d in docs]
+    return train, held, [books.titles[b] for b in sorted(chosen)]
+
+
+def pack_windows(pieces: Sequence[np.ndarray], window: int, cls_id: int, sep_id: int,
+                 pad_id: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Packs documents' word pieces into `[CLS] ... [SEP]` windows of `window` tokens.
+
+    The documents are concatenated with a [SEP] between each two, then cut into chunks of
+    `window - 2` tokens: a window that spans two documents has the [SEP] between them,
+    and no token is dropped (the last window is padded).
+
+    Args:
+        pieces: sequence of int arrays. Each document's word-piece ids (no special tokens).
+        window: int. Window length, [CLS] and the final [SEP] included.
+        cls_id, sep_id, pad_id: int. Special token ids (from the vocabulary).
+
+    Returns:
+        (token_ids int32 [N, window], padding_mask int32 [N, window]).
+    """
+    if window < 3:
+        raise ValueError(f"Windows need room for [CLS], a token and [SEP]; got --max_seq_len={window}.")
+    parts = []
+    for i, p in enumerate(pieces):
+        if i:
+            parts.append(np.asarray([sep_id], np.int32))
+        parts.append(np.asarray(p, np.int32))
+    stream = np.concatenate(parts) if parts else np.zeros([0], np.int32)
+    if not len(stream):
+        raise ValueError("No tokens to pack.")
+    body = window - 2
+    n = -(-len(stream) // body)
+    chunks = np.full([n * body], pad_id, np.int32)
+    chunks[:len(stream)] = stream
+    chunks = chunks.reshape(n, body)
+    lengths = np.minimum(body, len(stream) - body * np.arange(n))  # real tokens per chunk
+    ids = np.full([n, window], pad_id, np.int32)
+    ids[:, 0] = cls_id
+    ids[:, 1:window - 1] = chunks
+    ids[np.arange(n), lengths + 1] = sep_id
+    mask = (np.arange(window)[None, :] < (lengths + 2)[:, None]).astype(np.int32)
+    return ids, mask
+
+
+def wordpieces(tokenizer, documents: Sequence[str], chunk: int = 64) -> List[np.ndarray]:
+    """Each document's word-piece ids (no truncation), tokenized in the graph in chunks."""
+    out: List[np.ndarray] = []
+    for start in range(0, len(documents), chunk):
+        ragged = tokenizer.wordpiece_ids(tf.constant(list(documents[start:start + chunk])))
+        out.extend(np.asarray(row, np.int32) for row in ragged.numpy())
+    return out

@@ -1,0 +1,118 @@
+"""Masked-LM pretraining: fresh BERTs, whole-book hold-out, packing, and a run that learns.
+
+Kill-and-resume and 1-vs-2-replica checks come from the registry (tests/test_methods.py).
+"""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from common.data.synthetic import write_documents
+from common.models.encoder import FRESH_BERTS, EncoderConfig, build_encoder
+from common.training import registry
+from common.training.runs import build_and_compile, train
+from mlm_tf.data import Books, pack_windows, read_books, split_books
+
+
+def test_fresh_bert_tiny_has_googles_shapes_and_a_seeded_truncated_init():
+    encoder = build_encoder(EncoderConfig(spec="bert_tiny", seed=3))
+    shapes = {v.path: tuple(v.shape) for v in encoder.backbone.weights}
+    assert shapes["backbone/token_embedding/embeddings"] == (30522, 128)
+    assert shapes["backbone/position_embedding/embeddings"] == (512, 128)
+    assert len(encoder.backbone.transformer_layers) == 2
+    assert shapes["backbone/transformer_layer_0/self_attention_layer/query/kernel"] == (128, 2, 64)
+    assert shapes["backbone/transformer_layer_1/feedforward_intermediate_dense/kernel"] == (128, 512)
+    # The uncased WordPiece vocabulary of BERT-base-uncased: 30,522 entries, its special-token ids.
+    tok = encoder.tokenizer
+    assert tok.vocabulary_size == 30522 and (tok.pad_id, tok.cls_id, tok.sep_id, tok.mask_id) == (0, 101, 102, 103)
+    kernel = encoder.backbone.transformer_layers[0]._feedforward_intermediate_dense.kernel.numpy()
+    assert np.abs(kernel).max() <= 0.04 + 1e-7 and 0.015 < kernel.std() < 0.02  # truncated normal, stddev 0.02
+    again = build_encoder(EncoderConfig(spec="bert_tiny", seed=3))
+    other = build_encoder(EncoderConfig(spec="bert_tiny", seed=4))
+    for a, b, c in zip(encoder.get_weights(), again.get_weights(), other.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    assert not np.allclose(encoder.get_weights()[0], other.get_weights()[0])
+
+
+def test_every_fresh_shape_and_a_bert_config_json(tmp_path):
+    from common.models.bert import BertConfig
+
+    assert set(FRESH_BERTS) == {"bert_tiny", "bert_mini", "bert_small", "bert_medium", "bert_base"}
+    config = {"vocab_size": 30522, "hidden_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4,
+              "intermediate_size": 96, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+              "max_position_embeddings": 128, "type_vocab_size": 2, "initializer_range": 0.02}
+    path = tmp_path / "bert_config.json"
+    path.write_text(json.dumps(config))
+    encoder = build_encoder(EncoderConfig(spec=str(path)))
+    assert encoder.backbone.config == BertConfig(30522, 64, 3, 4, 96, max_position_embeddings=128)
+    path.write_text(json.dumps({**config, "vocab_size": 100}))
+    with pytest.raises(ValueError, match="does not match the uncased WordPiece vocabulary"):
+        build_encoder(EncoderConfig(spec=str(path)))
+
+
+def test_packing_separates_documents_and_drops_nothing():
+    docs = [np.arange(1000, 1000 + n, dtype=np.int32) for n in (5, 17, 1, 30)]
+    ids, mask = pack_windows(docs, window=10, cls_id=101, sep_id=102, pad_id=0)
+    assert ids.shape == (7, 10) and (ids[:, 0] == 101).all()
+    lengths = mask.sum(1)
+    assert (ids[np.arange(len(ids)), lengths - 1] == 102).all() and (ids[mask == 0] == 0).all()
+    stream = np.concatenate([row[1:n - 1] for row, n in zip(ids, lengths)])
+    expected = np.concatenate([np.append(d, 102) for d in docs])[:-1]
+    np.testing.assert_array_equal(stream, expected)  # every token, in order, a [SEP] between documents
+    assert mask.sum() - 2 * len(ids) == sum(len(d) for d in docs) + len(docs) - 1
+
+
+def test_whole_books_are_held_out(tmp_path):
+    lines = [f"book{b} document {d} words" for b in range(5) for d in range(b + 1)]
+    (tmp_path / "books.txt").write_text("\n".join(lines) + "\n")
+    (tmp_path / "manifest.json").write_text(json.dumps(
+        {"books": [{"ebook": str(b), "title": f"Book {b}", "documents": b + 1} for b in range(5)]}))
+    books = read_books([str(tmp_path / "books.txt")])
+    assert [len(d) for d in books.documents] == [1, 2, 3, 4, 5]
+    train_docs, held, titles = split_books(books, 2, seed=0)
+    held_books = {t.split()[-1] for t in titles}
+    assert len(titles) == 2 and len(train_docs) + len(held) == 15
+    assert all(d.split()[0][4:] in held_books for d in held)
+    assert not any(d.split()[0][4:] in held_books for d in train_docs)
+    assert split_books(books, 2, seed=0) == (train_docs, held, titles)
+    (tmp_path / "manifest.json").write_text(json.dumps({"books": [{"documents": 3}]}))
+    with pytest.raises(ValueError, match="non-empty lines"):
+        read_books([str(tmp_path / "books.txt")])
+    with pytest.raises(ValueError, match="leaves no training book"):
+        split_books(Books([["a"]], ["a"]), 1, 0)
+
+
+def test_a_tiny_run_lowers_the_heldout_loss_and_its_artifact_starts_other_methods(tmp_path):
+    docs = write_documents(str(tmp_path / "data" / "docs.txt"), n=12, words=200)
+    config = registry.build_config("mlm", {
+        "model": "tiny", "train_data": (docs,), "data_path": str(tmp_path / "data"), "batch_size": 8,
+        "max_seq_len": 32, "heldout_books": 2, "heldout_windows": 16, "train_epochs": 2,
+        "train_steps_per_epoch": 15, "train_lr": 5e-3, "warmup_fraction": 0.1, "eval_each_epoch": True,
+        "artifacts_dir": str(tmp_path / "artifacts")})
+    untrained = build_and_compile(config, tf.distribute.get_strategy())
+    registry.get("mlm").make_data(config, untrained)
+    before = untrained.validation_metrics()["heldout_loss"]
+    run = train(config)
+    after = run["metrics"]["heldout_loss"]
+    assert after < before - 1.0, (before, after)  # from ln(30522) = 10.3 at the start
+    assert run["data"]["heldout_documents"] > 0 and run["data"]["windows"] > 0
+    # --model=<ID> starts SimCSE from the pretrained encoder ...
+    simcse = registry.build_config("simcse", {
+        "model": run["run_id"], "train_data": (docs,), "data_path": str(tmp_path / "data"), "batch_size": 4,
+        "train_steps_per_epoch": 1, "artifacts_dir": str(tmp_path / "artifacts"), "eval_each_epoch": False})
+    model = registry.get("simcse").build_model(simcse)
+    trained = registry.get("mlm").build_model(config.replace(model=run["run_id"]))
+    np.testing.assert_array_equal(model.encoder.token_embedding_matrix().numpy(),
+                                  trained.encoder.token_embedding_matrix().numpy())
+    assert model.encoder.encoder_config.max_seq_len == 32  # SimCSE's own length, the run's architecture
+    # ... and DeCLUTR continues MLM with the pretrained head, not a random one.
+    declutr = registry.get("declutr").build_model(registry.build_config("declutr", {
+        "model": os.path.join(str(tmp_path / "artifacts"), "model", run["run_id"])}))
+    from resume_check import saved_weights
+
+    saved = saved_weights(run["model_dir"])
+    bias = [v for name, v in saved.items() if name.startswith("model/mlm_head/bias")]
+    np.testing.assert_array_equal(declutr.mlm_head.bias.numpy(), bias[0])
