@@ -19,6 +19,7 @@ from absl import app, flags
 
 from common.evaluation.evaluators import StsbDevEvaluator
 from common.flags import define_train_flags, train_config_from_flags
+from common.training.loop import NonFiniteLossError
 from common.training.runs import train
 
 OWNERS = define_train_flags()
@@ -30,10 +31,14 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     try:
         config = train_config_from_flags(FLAGS, OWNERS)
+        result = train(config, evaluator=StsbDevEvaluator(config.run.data_path, progress=False))
     except (ValueError, FileNotFoundError) as e:
+        # What the user can fix (a flag, a path, the data): one line, no traceback.
         sys.stderr.write(f"train.py: {e}\n")
         return 2
-    result = train(config, evaluator=StsbDevEvaluator(config.run.data_path, progress=False))
+    except NonFiniteLossError as e:
+        sys.stderr.write(f"train.py: {e}\n")
+        return 1
     config = result["config"]
     print(f"run ID: {result['run_id']}")
     print(f"weights fingerprint: {result['weights_fingerprint']}")

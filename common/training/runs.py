@@ -188,13 +188,15 @@ def train(config: TrainConfig, evaluator: Optional[Evaluator] = None, after_step
     config.validate()
     strategy = make_strategy(config.run.strategy, config.run.tpu)
     chief = is_chief(strategy)
+    # The encoder and the data are loaded before a run ID is reserved: a run that fails
+    # on its --model or its data leaves nothing behind.
+    model = build_and_compile(config, strategy)
+    make_dataset, data_info = method.make_data(config, model)
     paths = _paths(config, chief)
     if chief and not config.run.resume:
         tf.io.gfile.makedirs(paths.checkpoint_dir)
         artifacts.write_json(artifacts.join(paths.checkpoint_dir, RUN_CONFIG_FILE), config.to_dict())
     logging.info("Run %s (%s): %d replica(s); %s", paths.run_id, config.method, strategy.num_replicas_in_sync, config)
-    model = build_and_compile(config, strategy)
-    make_dataset, data_info = method.make_data(config, model)
     logging.info("Training data: %s", data_info)
     embed_fn = tf.function(model.encoder.embed_strings, input_signature=[tf.TensorSpec([None], tf.string)])
 
