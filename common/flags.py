@@ -46,8 +46,6 @@ def define_model_flags(default_model: str = "minilm") -> None:
 
 # === Training flags, generated from the configs of the registered methods ===
 
-RESUME_KEEPS = ("resume", "artifacts_dir", "strategy", "tpu", "method")
-
 
 def _flag_kind(annotation, field):
     """The absl DEFINE function for a config field's type."""
@@ -133,20 +131,19 @@ def train_config_from_flags(flag_values: flags.FlagValues, owners: Dict[str, Lis
     given = given_settings(flag_values, list(owners))
     method = flag_values["method"].value
     if given.get("resume"):
-        from common.training.runs import load_run_config
+        from common.training.runs import RESUME_MAY_CHANGE, load_run_config
 
         saved = load_run_config(flag_values["artifacts_dir"].value or RunSection.artifacts_dir, given["resume"])
         if flag_values["method"].present and method != saved.method:
             raise ValueError(f"--resume={given['resume']} is a {saved.method} run, not --method={method}; "
                              "resume without --method.")
-        method = saved.method
-        ignored = sorted(set(given) - set(RESUME_KEEPS))
-        if ignored:
+        refused = sorted(set(given) - set(RESUME_MAY_CHANGE))
+        if refused:
             raise ValueError(
                 f"--resume={given['resume']} continues the run with its saved settings; "
-                f"{', '.join('--' + n for n in ignored)} would be ignored. Resume with --resume (and "
-                "--artifacts_dir, --strategy, --tpu) alone, or start a new run with the new settings.")
-        return registry.build_config(method, given)
+                f"{', '.join('--' + n for n in refused)} cannot change on resume. A resumed run may change only "
+                f"{', '.join('--' + n for n in RESUME_MAY_CHANGE[1:])}; start a new run for the others.")
+        return saved.replace(**given)
     unused = [name for name in given if method not in owners[name]]
     if unused:
         details = "; ".join(f"--{n} is a setting of {', '.join(owners[n])}" for n in unused)

@@ -177,6 +177,12 @@ class TrainConfig:
         updated = {k: dataclasses.replace(v, **changes[k]) if k in changes else v for k, v in sections.items()}
         return dataclasses.replace(self, **updated)
 
+    def flat(self) -> Dict[str, Any]:
+        """Every setting by its flag name."""
+        return {flag_name(f): getattr(section, f.name)
+                for section in (self.run, self.encoder, self.optimizer, self.options)
+                for f in dataclasses.fields(section)}
+
     def to_dict(self) -> Dict[str, Any]:
         """{"method", "run", "encoder", "optimizer", <method>: options} as JSON-ready values."""
         return {"method": self.method, "run": dataclasses.asdict(self.run),

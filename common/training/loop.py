@@ -148,8 +148,7 @@ def run_training(model: keras.Model, make_dataset: Callable[[int], tf.data.Datas
         if not math.isfinite(loss):
             raise NonFiniteLossError(
                 f"Run {paths.run_id}: the loss became {loss} at step {step}; training stopped. "
-                f"Last good checkpoint: {last_good or 'none (no checkpoint yet)'}. Lower the learning rate "
-                f"and resume with --resume={paths.run_id}, or start a new run."
+                f"Last good checkpoint: {last_good or 'none (no checkpoint yet: a resume starts from step 0)'}."
             )
         if step % loop.log_every == 0 or step == loop.total_steps:
             logs = {k: _scalar(v) for k, v in out.items()}

@@ -30,7 +30,7 @@ from common.models.export import export_encoder, export_pair_model, package_vers
 from common.training import registry
 from common.training.config import TrainConfig
 from common.training.distribute import is_chief, make_strategy
-from common.training.loop import LoopConfig, RunPaths, run_training, weights_fingerprint
+from common.training.loop import LoopConfig, NonFiniteLossError, RunPaths, run_training, weights_fingerprint
 from common.training.schedules import make_optimizer
 
 RUN_CONFIG_FILE = "run_config.json"
@@ -53,13 +53,33 @@ def load_run_config(artifacts_dir: str, run_id: str) -> TrainConfig:
         return registry.config_from_dict(json.load(f))
 
 
-def resumed_config(config: TrainConfig) -> TrainConfig:
-    """The saved configuration of `config.run.resume`, with this attempt's hardware settings."""
-    run = config.run
-    saved = load_run_config(run.artifacts_dir, run.resume)
-    # Hardware may change between attempts; everything that defines the run may not.
-    return dataclasses.replace(saved, run=dataclasses.replace(
-        saved.run, strategy=run.strategy, tpu=run.tpu, resume=run.resume, artifacts_dir=run.artifacts_dir))
+# What a resumed run may change: the hardware and where it writes, the learning rate (e.g. lower
+# after a NaN), more epochs to extend it, and the checkpoint, log and evaluation cadence.
+# Everything else defines the run and stays as saved.
+RESUME_MAY_CHANGE = ("resume", "strategy", "tpu", "artifacts_dir", "model_dir", "log_dir", "train_lr", "end_lr",
+                     "train_epochs", "checkpoint_every", "log_every", "eval_each_epoch")
+
+
+def resume_changes(saved: TrainConfig, config: TrainConfig) -> Dict[str, Any]:
+    """The settings `config` changes from the saved run's, checked against RESUME_MAY_CHANGE.
+
+    Raises:
+        ValueError: naming the settings that a resumed run may not change.
+    """
+    if config.method != saved.method:
+        raise ValueError(f"--resume={config.run.resume} is a {saved.method} run, not {config.method}.")
+    before, after = saved.flat(), config.flat()
+    changed = {k: after[k] for k in after if after[k] != before[k]}
+    refused = sorted(set(changed) - set(RESUME_MAY_CHANGE))
+    if refused:
+        raise ValueError(
+            f"--resume={config.run.resume} keeps the run's saved settings; it cannot change "
+            f"{', '.join('--' + k for k in refused)}. A resumed run may change only "
+            f"{', '.join('--' + k for k in RESUME_MAY_CHANGE[1:])}; start a new run for the others.")
+    if saved.run.train_epochs > config.run.train_epochs:
+        raise ValueError(f"--train_epochs={config.run.train_epochs} is fewer than the run's "
+                         f"{saved.run.train_epochs}; a resumed run can only be extended.")
+    return changed
 
 
 def _paths(config: TrainConfig, chief: bool) -> RunPaths:
@@ -180,8 +200,9 @@ def train(config: TrainConfig, evaluator: Optional[Evaluator] = None, after_step
         Dict with `run_id`, `model_dir` (None on non-chief workers), `metrics`,
         `data`, `weights_fingerprint` and the resolved `config`.
     """
+    changes: Dict[str, Any] = {}
     if config.run.resume:
-        config = resumed_config(config)
+        changes = resume_changes(load_run_config(config.run.artifacts_dir, config.run.resume), config)
     method = registry.get(config.method)
     if not config.run.resume and method.resolve is not None:
         config = method.resolve(config)
@@ -193,9 +214,16 @@ def train(config: TrainConfig, evaluator: Optional[Evaluator] = None, after_step
     model = build_and_compile(config, strategy)
     make_dataset, data_info = method.make_data(config, model)
     paths = _paths(config, chief)
-    if chief and not config.run.resume:
+    if chief and tf.io.gfile.exists(paths.model_dir):
+        raise ValueError(
+            f"{paths.model_dir} exists and artifacts are never overwritten: run {paths.run_id} is already published "
+            "there, or --model_dir names a used directory. Give --model_dir=<a new directory> (with --resume and a "
+            "larger --train_epochs to extend a finished run).")
+    if chief and (not config.run.resume or changes.keys() - {"resume"}):
         tf.io.gfile.makedirs(paths.checkpoint_dir)
         artifacts.write_json(artifacts.join(paths.checkpoint_dir, RUN_CONFIG_FILE), config.to_dict())
+    if changes.keys() - {"resume"}:
+        logging.info("Run %s resumes with changed settings: %s", paths.run_id, changes)
     logging.info("Run %s (%s): %d replica(s); %s", paths.run_id, config.method, strategy.num_replicas_in_sync, config)
     logging.info("Training data: %s", data_info)
     embed_fn = tf.function(model.encoder.embed_strings, input_signature=[tf.TensorSpec([None], tf.string)])
@@ -213,7 +241,12 @@ def train(config: TrainConfig, evaluator: Optional[Evaluator] = None, after_step
     run = config.run
     loop = LoopConfig(total_steps=run.total_steps, steps_per_epoch=run.train_steps_per_epoch,
                       checkpoint_every=run.checkpoint_every, log_every=run.log_every)
-    metrics = run_training(model, make_dataset, strategy, loop, paths, chief, on_epoch_end, after_step)
+    try:
+        metrics = run_training(model, make_dataset, strategy, loop, paths, chief, on_epoch_end, after_step)
+    except NonFiniteLossError as e:
+        raise NonFiniteLossError(
+            f"{e} To continue from there with a lower learning rate: python train.py --resume={paths.run_id} "
+            f"--artifacts_dir={run.artifacts_dir} --train_lr={config.optimizer.train_lr / 2:g}") from None
     fingerprint = weights_fingerprint(model)
     result = {"run_id": paths.run_id, "model_dir": None, "metrics": metrics, "data": data_info,
               "weights_fingerprint": fingerprint, "config": config}

@@ -108,8 +108,14 @@ def test_flags_given_with_resume_are_refused_not_ignored(tmp_path):
     artifacts.write_json(os.path.join(ckpt, RUN_CONFIG_FILE), config.to_dict())
     resumed = _parse(["--resume=20260101-000000", f"--artifacts_dir={tmp_path}"])
     assert resumed.method == "simcse"  # from the saved run config, not the --method default
-    with pytest.raises(ValueError, match=r"--train_lr would be ignored"):
-        _parse(["--resume=20260101-000000", f"--artifacts_dir={tmp_path}", "--train_lr=1e-5"])
+    assert resumed.replace(resume="") == config.replace(artifacts_dir=str(tmp_path))
+    # The documented settings apply on resume ...
+    lower = _parse(["--resume=20260101-000000", f"--artifacts_dir={tmp_path}", "--train_lr=1e-5",
+                    "--train_epochs=3"])
+    assert (lower.optimizer.train_lr, lower.run.train_epochs, lower.run.batch_size) == (1e-5, 3, 64)
+    # ... the others are refused, never silently ignored.
+    with pytest.raises(ValueError, match=r"--batch_size cannot change on resume"):
+        _parse(["--resume=20260101-000000", f"--artifacts_dir={tmp_path}", "--batch_size=4"])
     with pytest.raises(ValueError, match=r"is a simcse run, not --method=pause"):
         _parse(["--resume=20260101-000000", f"--artifacts_dir={tmp_path}", "--method=pause"])
 

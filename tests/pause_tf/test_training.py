@@ -34,11 +34,30 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(data_root, tmp_path):
             v = model.classifier.kernel
             v.assign(tf.fill(v.shape, float("nan")))
 
-    with pytest.raises(NonFiniteLossError, match=r"loss became nan at step 4.*ckpt-3.*--resume="):
+    with pytest.raises(NonFiniteLossError, match=r"loss became nan at step 4.*ckpt-3") as error:
         train(_config(data_root, tmp_path), after_step=poison)
     run_id = os.listdir(tmp_path / "ckpt")[0]
     assert tf.train.latest_checkpoint(str(tmp_path / "ckpt" / run_id)).endswith("ckpt-3")
     assert not os.path.exists(tmp_path / "model" / run_id)
+    # Follow the advice the error gives: the same flags, parsed as train.py parses them.
+    advice = str(error.value).split("python train.py ")[1].split()
+    assert advice == [f"--resume={run_id}", f"--artifacts_dir={tmp_path}", "--train_lr=3.75e-05"]
+    from absl import flags
+
+    from common.flags import define_train_flags, train_config_from_flags
+
+    flag_values = flags.FlagValues()
+    owners = define_train_flags(flag_values)
+    flag_values(["train.py", *advice])
+    resumed = train(train_config_from_flags(flag_values, owners))
+    assert resumed["run_id"] == run_id and resumed["metrics"]["step"] == 8
+    assert np.isfinite(resumed["metrics"]["loss"]) and os.path.isdir(resumed["model_dir"])
+    assert resumed["config"].optimizer.train_lr == 3.75e-05
+    # A finished, published run is not overwritten: extending it needs a new --model_dir.
+    with pytest.raises(ValueError, match=r"never overwritten.*--model_dir"):
+        train(resumed["config"].replace(train_epochs=3))
+    extended = train(resumed["config"].replace(train_epochs=3, model_dir=str(tmp_path / "extended")))
+    assert extended["metrics"]["step"] == 12 and extended["model_dir"] == str(tmp_path / "extended")
 
 
 @pytest.mark.filterwarnings("error::UserWarning")  # e.g. Keras' "build() was called ... unbuilt state"
