@@ -9,7 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from common.data.fingerprint import fingerprint_rows
-from common.data.files import DATA_HELP, open_data_file
+from common.data.files import DATA_HELP, read_lines
 from common.data.sampling import StreamSampler
 from declutr_tf.span_sampling import SpanConfig, sample_spans
 
@@ -52,7 +52,7 @@ def read_documents(paths: List[str], config: SpanConfig) -> Documents:
     for path in paths:
         for file in _files(path):
             files.append(file)
-            for line in open_data_file(file).splitlines():
+            for line in read_lines(file):
                 words = line.split()
                 if not words:
                     continue

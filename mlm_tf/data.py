@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from common.data.files import open_data_file
+from common.data.files import read_lines
 
 MANIFEST = "manifest.json"
 
@@ -40,7 +40,7 @@ def read_books(paths: Sequence[str]) -> Books:
     """
     documents, titles = [], []
     for path in paths:
-        lines = [line for line in open_data_file(path).split("\n") if line.strip()]
+        lines = [line for line in read_lines(path) if line.strip()]
         manifest = posixpath.join(posixpath.dirname(path), MANIFEST)
         if tf.io.gfile.exists(manifest):
             with tf.io.gfile.GFile(manifest) as f:

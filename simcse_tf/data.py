@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Sequence, Tuple
 
-from common.data.files import open_data_file
+from common.data.files import read_lines
 from common.data.nli import LABEL_IDS, SENTEVAL_PREFIX, read_nli
 from common.data.sentences import sentences_from_documents
 from common.data.sources import resolve_sources
@@ -32,7 +32,7 @@ def read_sentences(sources: Sequence[str], data_path: str, max_sentences: int = 
             pairs = read_nli(source, data_path)
             found = pairs.premises + pairs.hypotheses
         else:
-            found = [line.strip() for line in open_data_file(source).split("\n")]
+            found = [line.strip() for line in read_lines(source)]
         for sentence in found:
             if sentence.strip():
                 seen.setdefault(sentence, None)
@@ -44,7 +44,7 @@ def read_sentences(sources: Sequence[str], data_path: str, max_sentences: int = 
 def _is_nli_txt(path: str) -> bool:
     if not path.endswith(".txt"):
         return False
-    first = open_data_file(path).split("\n", 1)[0]
+    first = (read_lines(path) or [""])[0]
     return "gold_label" in first.split("\t")
 
 

@@ -1,7 +1,7 @@
 """Data: file access, NLI / STS / SICK readers, `--train_data` resolution, dataset
 fingerprints, sentence splitting, the seeded resumable batch sampler, downloads."""
 
-from common.data.files import DATA_HELP, open_data_file, require_data_dir
+from common.data.files import DATA_HELP, open_data_file, read_lines, require_data_dir
 from common.data.fingerprint import fingerprint_rows
 from common.data.nli import DEFAULT_NLI_TRAIN, NliPairs, read_nli, read_nli_sources
 from common.data.sampling import StreamSampler, batches_dataset
@@ -11,5 +11,5 @@ from common.data.sts import STS_SUBSETS, STS_YEARS, PairSet, load_all, load_sick
 
 __all__ = ["DATA_HELP", "DEFAULT_NLI_TRAIN", "NliPairs", "PairSet", "STS_SUBSETS", "STS_YEARS", "StreamSampler",
            "batches_dataset", "evaluation_sets_in", "fingerprint_rows", "load_all", "load_sick", "load_sts_subset",
-           "load_stsb", "open_data_file", "read_nli", "read_nli_sources", "require_data_dir", "resolve_sources",
+           "load_stsb", "open_data_file", "read_lines", "read_nli", "read_nli_sources", "require_data_dir", "resolve_sources",
            "sentences_from_documents", "split_sentences"]

@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from common.data.fingerprint import fingerprint_rows
-from common.data.files import DATA_HELP, open_data_file
+from common.data.files import DATA_HELP, read_lines
 
 LABELS = ("entailment", "neutral", "contradiction")
 LABEL_IDS = {name: i for i, name in enumerate(LABELS)}
@@ -67,7 +67,7 @@ def _label(text: str, path: str, line_no: int) -> int:
 def read_jsonl(path: str) -> NliPairs:
     """SNLI/MultiNLI 1.0 `*.jsonl`."""
     premises, hypotheses, labels, dropped = [], [], [], 0
-    lines = open_data_file(path).splitlines()
+    lines = read_lines(path)
     for line_no, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -90,7 +90,7 @@ def read_jsonl(path: str) -> NliPairs:
 
 def read_tsv(path: str) -> NliPairs:
     """SNLI/MultiNLI 1.0 `*.txt` and GLUE MNLI `*.tsv` (columns found by header name)."""
-    lines = open_data_file(path).splitlines()
+    lines = read_lines(path)
     if not lines:
         raise ValueError(f"{path}: empty file; expected a header line and NLI pairs.")
     header = lines[0].split("\t")
@@ -126,7 +126,7 @@ def read_senteval_snli(data_path: str, split: str) -> NliPairs:
                 f"NLI file not found: {f}. SentEval's SNLI has train, dev and test splits "
                 f"(the shared data has dev and test only); {DATA_HELP}."
             )
-    s1, s2, gold = (open_data_file(f).splitlines() for f in files)
+    s1, s2, gold = (read_lines(f) for f in files)
     if not (len(s1) == len(s2) == len(gold)):
         raise ValueError(f"{directory}: s1.{split}, s2.{split} and labels.{split} have "
                          f"{len(s1)}, {len(s2)} and {len(gold)} lines; expected one line per pair in each.")

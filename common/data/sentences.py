@@ -11,7 +11,7 @@ from typing import List, Sequence
 
 import numpy as np
 
-from common.data.files import open_data_file
+from common.data.files import read_lines
 
 # Titles and common abbreviations that end with a period but do not end a sentence.
 ABBREVIATIONS = frozenset(
@@ -62,7 +62,7 @@ def sentences_from_documents(paths: Sequence[str], max_sentences: int, seed: int
     """
     seen = {}
     for path in paths:
-        for document in open_data_file(path).split("\n"):
+        for document in read_lines(path):
             for sentence in split_sentences(document):
                 if min_words <= len(sentence.split()) <= max_words:
                     seen.setdefault(sentence, None)

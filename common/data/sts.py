@@ -11,7 +11,7 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from common.data.files import open_data_file, require_data_dir
+from common.data.files import read_lines, require_data_dir
 
 STS_SUBSETS: Dict[str, Tuple[str, ...]] = {
     "sts12": ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"),
@@ -47,8 +47,8 @@ def load_sts_subset(data_path: str, year: str, subset: str) -> PairSet:
     directory = require_data_dir(data_path, "downstream", "STS", f"{year.upper()}-en-test")
     input_path = f"{directory}/STS.input.{subset}.txt"
     gold_path = f"{directory}/STS.gs.{subset}.txt"
-    inputs = open_data_file(input_path).splitlines()
-    golds = open_data_file(gold_path).splitlines()
+    inputs = read_lines(input_path)
+    golds = read_lines(gold_path)
     if len(inputs) != len(golds):
         raise ValueError(
             f"{input_path} has {len(inputs)} lines but {gold_path} has {len(golds)}; expected one gold line per pair."
@@ -71,7 +71,7 @@ def load_stsb(data_path: str, split: str) -> PairSet:
     directory = require_data_dir(data_path, "downstream", "STS", "STSBenchmark")
     path = f"{directory}/sts-{split}.csv"
     s1, s2, scores = [], [], []
-    for line_no, line in enumerate(open_data_file(path).splitlines(), start=1):
+    for line_no, line in enumerate(read_lines(path), start=1):
         if not line.strip():
             continue
         fields = line.split("\t")
@@ -90,7 +90,7 @@ def load_sick(data_path: str, split: str = "test") -> Tuple[PairSet, List[str]]:
         raise ValueError(f"Unknown SICK split {split!r}; expected one of {sorted(names)}.")
     directory = require_data_dir(data_path, "downstream", "SICK")
     path = f"{directory}/{names[split]}"
-    lines = open_data_file(path).splitlines()
+    lines = read_lines(path)
     expected = ["pair_ID", "sentence_A", "sentence_B", "relatedness_score", "entailment_judgment"]
     if not lines or lines[0].split("\t")[:5] != expected:
         raise ValueError(f"{path}:1: expected the header {expected}.")

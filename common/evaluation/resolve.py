@@ -7,6 +7,7 @@ an untrained baseline are scored by exactly the same code.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import re
 import json
@@ -50,6 +51,22 @@ def safe_name(text: str) -> str:
     """A file-name-safe version of a spec, URL or path."""
     text = re.sub(r"^[a-z]+://", "", text.rstrip("/"))
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "model"
+
+
+def path_name(path: str) -> str:
+    """A result-file name for a model given by path that no other path shares: the run ID of
+    the artifact it belongs to (`<ID>` or `<ID>/embedding`), else the folder's name and a
+    hash of the full path."""
+    path = path.rstrip("/")
+    for candidate in (path, path.rsplit("/", 1)[0] if "/" in path else path):
+        record = artifacts.join(candidate, "config.json")
+        if tf.io.gfile.exists(record):
+            with tf.io.gfile.GFile(record) as f:
+                run_id = json.load(f).get("run_id")
+            if run_id and artifacts.RUN_ID_PATTERN.match(str(run_id)):
+                return str(run_id)
+    full = path if "://" in path else os.path.abspath(path)
+    return f"{safe_name(os.path.basename(path))}-{hashlib.sha256(full.encode('utf-8')).hexdigest()[:8]}"
 
 
 def _embedding_saved_model(path: str):
@@ -113,7 +130,7 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
     elif artifacts.RUN_ID_PATTERN.match(model) or model == LATEST:
         name = path.rstrip("/").rsplit("/", 1)[-1]
     else:
-        name = safe_name(os.path.basename(model.rstrip("/")))
+        name = path_name(path)
     if path is not None:
         candidates = [artifacts.join(path, EMBEDDING_SUBDIR), path]
         for candidate in candidates:

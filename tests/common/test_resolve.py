@@ -60,3 +60,16 @@ def test_spec_names_are_file_safe():
     assert safe_name("https://tfhub.dev/tensorflow/small_bert/bert_en_uncased_L-2_H-128_A-2/1") == \
         "tfhub.dev_tensorflow_small_bert_bert_en_uncased_L-2_H-128_A-2_1"
     assert safe_name("minilm") == "minilm"
+
+
+def test_models_given_by_path_never_share_a_result_name(tiny_encoder, tmp_path):
+    # Two exported embeddings in folders of the same name, and an artifact given by its path.
+    export_encoder(tiny_encoder, str(tmp_path / "a" / "embedding"))
+    export_encoder(tiny_encoder, str(tmp_path / "b" / "embedding"))
+    first, second = resolve_model(str(tmp_path / "a" / "embedding")), resolve_model(str(tmp_path / "b" / "embedding"))
+    assert first.name != second.name and first.name.startswith("embedding-")
+    assert resolve_model(str(tmp_path / "a" / "embedding")).name == first.name  # stable
+    root = str(tmp_path / "artifacts")
+    run_id = artifacts.new_run_id(root, now=datetime.datetime(2026, 11, 22, 10, 15))
+    final = save_encoder_artifact(tiny_encoder, artifacts.model_dir(root, run_id), {"run_id": run_id})
+    assert resolve_model(final).name == run_id and resolve_model(final + "/embedding").name == run_id
