@@ -14,6 +14,8 @@ import os
 import tensorflow as tf
 from absl import app, flags
 
+from common import cli  # first: it quiets TensorFlow's start-up
+
 from common import artifacts
 from common.evaluation.clustering import PROJECTIONS, cluster_scores, load_labelled_file, load_senteval_task, plot_projection, project_2d
 from common.flags import define_data_flags
@@ -72,4 +74,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -8,9 +8,9 @@ The archives are MD5-checked before they are unpacked, into the layout that
 
 from __future__ import annotations
 
-import sys
-
 from absl import app, flags
+
+from common import cli  # first: it quiets TensorFlow's start-up
 
 from common.data.download import ARCHIVES, download
 
@@ -22,15 +22,10 @@ FLAGS = flags.FLAGS
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    try:
-        folders = download(FLAGS.datasets, FLAGS.out)
-    except (ValueError, ConnectionError) as e:
-        sys.stderr.write(f"download_nli.py: {e}\n")
-        return 2
-    for name, folder in folders.items():
+    for name, folder in download(FLAGS.datasets, FLAGS.out).items():
         print(f"{name}: {folder}")
     return 0
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

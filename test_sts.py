@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from absl import app, flags
 
+from common import cli  # first: it quiets TensorFlow's start-up
+
 from common import artifacts
 from common.flags import define_data_flags, define_model_flags
 from common.evaluation.resolve import resolve_model
@@ -39,4 +41,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -17,6 +17,8 @@ import sys
 
 from absl import app, flags
 
+from common import cli  # first: it quiets TensorFlow's start-up
+
 from common.evaluation.evaluators import StsbDevEvaluator
 from common.flags import define_train_flags, train_config_from_flags
 from common.training.loop import NonFiniteLossError
@@ -29,13 +31,9 @@ FLAGS = flags.FLAGS
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    config = train_config_from_flags(FLAGS, OWNERS)
     try:
-        config = train_config_from_flags(FLAGS, OWNERS)
         result = train(config, evaluator=StsbDevEvaluator(config.run.data_path, progress=False))
-    except (ValueError, FileNotFoundError) as e:
-        # What the user can fix (a flag, a path, the data): one line, no traceback.
-        sys.stderr.write(f"train.py: {e}\n")
-        return 2
     except NonFiniteLossError as e:
         sys.stderr.write(f"train.py: {e}\n")
         return 1
@@ -52,4 +50,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

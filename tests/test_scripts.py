@@ -32,10 +32,17 @@ def test_test_sts_scores_a_spec_and_writes_results(tmp_path):
 
 def test_test_sts_rejects_bad_input_clearly(tmp_path):
     proc = _run([os.path.join(ROOT, "test_sts.py"), "--model=nonsense", f"--data_path={tmp_path}"], cwd=str(tmp_path))
-    assert proc.returncode != 0 and "Valid forms" in proc.stderr
+    assert proc.returncode == 2 and "Valid forms" in proc.stderr
     proc = _run([os.path.join(ROOT, "test_sts.py"), "--model=tiny", f"--data_path={tmp_path / 'nope'}"],
                 cwd=str(tmp_path))
-    assert proc.returncode != 0 and "README.md, section 'Data'" in proc.stderr
+    assert proc.returncode == 2 and "README.md, section 'Data'" in proc.stderr
+    # The message is the last line: no traceback and no TensorFlow start-up lines (CPU features,
+    # CUDA stubs; only the CUDA driver probe of a CPU-only machine may remain). --verbose shows the traceback.
+    assert "Traceback" not in proc.stderr and proc.stderr.strip().splitlines()[-1].startswith("test_sts.py: Data")
+    assert not any(s in proc.stderr for s in ("cpu_feature_guard", "cudart_stub", "absl::InitializeLog")), proc.stderr
+    verbose = _run([os.path.join(ROOT, "test_sts.py"), "--model=tiny", f"--data_path={tmp_path / 'nope'}",
+                    "--verbose"], cwd=str(tmp_path))
+    assert verbose.returncode != 0 and "Traceback" in verbose.stderr
     proc = _run([os.path.join(ROOT, "test_sts.py"), "stray"], cwd=str(tmp_path))
     assert proc.returncode != 0 and "Unexpected arguments" in proc.stderr
 

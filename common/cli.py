@@ -1,0 +1,81 @@
+"""What every script shares: a quiet TensorFlow start-up and one clean exit for user errors.
+
+Import this module before anything that imports TensorFlow (it sets TF_CPP_MIN_LOG_LEVEL),
+and start the script with `cli.run(main)` instead of `app.run(main)`.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # read once, when TensorFlow's C++ core loads
+
+import sys  # noqa: E402
+from typing import Callable  # noqa: E402
+
+from absl import app, flags  # noqa: E402
+
+# Flags are parsed later, but TensorFlow loads as the script's modules import.
+VERBOSE_REQUESTED = any(arg in ("--verbose", "--verbose=true", "--verbose=True") for arg in sys.argv[1:])
+
+
+def _load_tensorflow_quietly() -> None:
+    """Imports TensorFlow with file descriptor 2 pointed at /dev/null.
+
+    TensorFlow 2.21 writes its start-up lines (CUDA probing, CPU features, "All log messages
+    before absl::InitializeLog()") through C++ logging before TF_CPP_MIN_LOG_LEVEL applies;
+    only the descriptor itself can hold them back. Python errors still surface afterwards.
+    """
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # no real stderr (e.g. captured in a notebook)
+        return
+    sys.stderr.flush()
+    saved, devnull = os.dup(fd), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    try:
+        # Only the import: initialising devices here would come before a MultiWorkerMirroredStrategy,
+        # which must be created first.
+        import tensorflow  # noqa: F401
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
+        os.close(devnull)
+
+
+if not VERBOSE_REQUESTED:
+    _load_tensorflow_quietly()
+
+# Errors a user causes and can fix: a flag value, a path, the data, the network.
+USER_ERRORS = (ValueError, FileNotFoundError, NotADirectoryError, PermissionError, ConnectionError)
+
+flags.DEFINE_bool("verbose", False, "Show the traceback of a user error, and TensorFlow's own log messages.")
+
+
+def _io_errors():
+    import tensorflow as tf
+
+    # gs:// and other file-system failures (no network, no such bucket, no permission).
+    return (tf.errors.NotFoundError, tf.errors.PermissionDeniedError, tf.errors.FailedPreconditionError,
+            tf.errors.UnavailableError, tf.errors.UnauthenticatedError, tf.errors.DeadlineExceededError)
+
+
+def run(main: Callable) -> None:
+    """`app.run(main)`, where a user error ends as one line on stderr and exit code 2."""
+
+    def wrapped(argv):
+        if not flags.FLAGS.verbose:
+            import tensorflow as tf
+
+            tf.get_logger().setLevel("ERROR")
+        try:
+            return main(argv)
+        except USER_ERRORS + _io_errors() as e:
+            if flags.FLAGS.verbose:
+                raise
+            message = getattr(e, "message", None) or str(e)
+            sys.stderr.write(f"{os.path.basename(sys.argv[0])}: {' '.join(message.split())} "
+                             "(--verbose shows the traceback)\n")
+            return 2
+
+    app.run(wrapped)
