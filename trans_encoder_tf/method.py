@@ -363,6 +363,16 @@ def _outcome(ctx, runner, models, phases, start, data_info, overlap) -> RunOutco
 
 # === Registration ===
 
+def resolve(config: TrainConfig) -> TrainConfig:
+    """`train_steps_per_epoch` 0 (no cap) becomes the longest phase's pass over the pairs,
+    so that every phase runs whole epochs (`phase_loop` caps each at its own pass)."""
+    if config.run.train_steps_per_epoch:
+        return config
+    n = len(pairs_of(config)[0])
+    longest = max(math.ceil(2 * n / config.options.cross_batch_size), math.ceil(n / config.run.batch_size))
+    return config.replace(train_steps_per_epoch=max(1, longest))
+
+
 def build_model(config: TrainConfig):
     """The first phase's model: cross-encoder a (the replica check trains one step of it)."""
     return build_phase_model(config, "cross", "a")
@@ -393,6 +403,7 @@ METHOD = registry.register(registry.Method(
     make_data=make_data,
     smoke=smoke,
     defaults=DEFAULTS,
+    resolve=resolve,
     driver=driver,
     phase_models={"cross": (build_model, make_data),
                   "bi": (lambda config: build_phase_model(config, "bi", "a"),

@@ -51,6 +51,9 @@ class CrossEncoderModel(MethodModel):
         self.classifier = keras.layers.Dense(1, name="classifier",
                                              kernel_initializer=keras.initializers.TruncatedNormal(stddev=0.02))
         self.classifier.build((None, encoder.hidden_size))
+        # Every weight exists now (the backbone is built; the SentenceEncoder wrapper is
+        # never called on single sentences here, so Keras would think it unbuilt).
+        self.built = True
 
     def published_layers(self):
         parts = {"encoder": self.encoder, "classifier": self.classifier}
