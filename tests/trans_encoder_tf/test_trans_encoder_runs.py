@@ -96,3 +96,62 @@ def test_a_run_killed_in_either_phase_of_cycle_2_resumes_exactly(tmp_path):
     assert full["weights_fingerprint"] == resumed["weights_fingerprint"]
     # A finished phase keeps its final weights, not its optimizer checkpoints.
     assert not [f for f in os.listdir(phases / "cycle1_cross_a") if f.startswith("ckpt-")]
+
+
+def test_mutual_distillation_averages_both_models_labels_and_ensembles_the_cross_encoders(tmp_path):
+    import tensorflow as tf
+
+    from common.models.encoder import minilm_dir
+    from common.training.loop import RunPaths
+    from common.training.phases import PhaseRunner
+    from common.training.runs import RunContext
+    from fixtures import write_hf_bert_dir
+    from trans_encoder_tf.method import pair_fn_of, _Models
+
+    second = write_hf_bert_dir(str(tmp_path / "hf"), os.path.join(minilm_dir(), "vocab.txt"), seed=3)
+    config = registry.build_config("trans_encoder", {
+        **smoke(str(tmp_path / "data")), "mutual_init": second, "train_epochs": 1, "train_steps_per_epoch": 2,
+        "eval_each_epoch": False, "artifacts_dir": str(tmp_path / "a")})
+    result = train(config)
+    record = json.load(open(os.path.join(result["model_dir"], "config.json")))
+    assert [p["phase"] for p in record["phases"]] == ["cycle1_cross_a", "cycle1_cross_b", "cycle1_bi_a",
+                                                      "cycle1_bi_b"]
+    phases = tmp_path / "a" / "ckpt" / result["run_id"] / "phases"
+    labels = {p: np.load(phases / p / "labels.npy") for p in os.listdir(phases)}
+    # Each model of a kind learns from the same labels: the mean of both models of the other kind.
+    np.testing.assert_array_equal(labels["cycle1_cross_a"], labels["cycle1_cross_b"])
+    np.testing.assert_array_equal(labels["cycle1_bi_a"], labels["cycle1_bi_b"])
+    assert not np.allclose(labels["cycle1_cross_a"], labels["cycle1_bi_a"])
+    assert record["encoder"]["spec"] == "tiny" and {"bi_encoder_b", "cross_encoder_b"} <= {
+        k.split("/")[1] for k in saved_weights(result["model_dir"])}
+    # The cross/ SavedModel scores a pair with the mean of the two cross-encoders.
+    context = RunContext(config, tf.distribute.get_strategy(),
+                         RunPaths.for_run(str(tmp_path / "a"), result["run_id"]), chief=True)
+    models = _Models(context, PhaseRunner(context))
+    first, second_s = tf.constant(["a man runs .", "a dog"]), tf.constant(["a person runs .", "stocks"])
+    expected = np.mean([pair_fn_of(models.get("cross", m, 1))(first, second_s) for m in "ab"], axis=0)
+    served = tf.saved_model.load(os.path.join(result["model_dir"], "cross"))(first, second_s)
+    np.testing.assert_allclose(served, expected, atol=1e-5)
+
+
+def test_a_trained_run_id_is_a_start_encoder(tmp_path):
+    import tensorflow as tf
+
+    from common import artifacts
+    from common.models.encoder import EncoderConfig, build_encoder
+    import dataclasses
+
+    from common.training.runs import write_weights
+    from trans_encoder_tf.method import build_start_encoder
+
+    encoder = build_encoder(EncoderConfig(spec="tiny", max_seq_len=16, seed=5))
+    for v in encoder.trainable_variables:
+        v.assign(v + 0.01)  # a "trained" encoder: no longer the seeded tiny one
+    run_dir = tmp_path / "artifacts" / "model" / "20261122-000000"
+    write_weights(tf.train.Checkpoint(model=tf.train.Checkpoint(encoder=encoder)), str(run_dir))
+    artifacts.write_json(str(run_dir / "config.json"), {"encoder": dataclasses.asdict(encoder.encoder_config)})
+    config = registry.build_config("trans_encoder", {**smoke(str(tmp_path / "data")),
+                                                     "artifacts_dir": str(tmp_path / "artifacts")})
+    loaded = build_start_encoder("20261122-000000", 16, config)
+    sentences = tf.constant(["a man runs .", "stocks fell"])
+    np.testing.assert_allclose(loaded.embed_strings(sentences), encoder.embed_strings(sentences), atol=1e-6)
