@@ -1,9 +1,10 @@
-"""Trains a sentence encoder with any registered method (PAUSE, DeCLUTR, SimCSE, ...).
+"""Trains a sentence encoder with any registered method (PAUSE, DeCLUTR, SimCSE, Trans-Encoder, ...).
 
     python train.py --method=pause --train_data=senteval:dev,senteval:test --pos_sample_prec=5
     python train.py --method=pause --task=stsb --pretrained_weights=<ID>
     python train.py --method=declutr                      # Gutenberg books by default
     python train.py --method=simcse --simcse_mode=unsup   # sentences cut from the books
+    python train.py --method=trans_encoder --pairs=sts_sickr   # unlabelled STS/SICK pairs, 3 cycles
     python train.py --resume=<ID>                         # continue an interrupted run
 
 Every flag is a field of the run's typed config (common/training/config.py and the
@@ -13,13 +14,14 @@ lists the flags by method.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from absl import app, flags
 
 from common import cli  # first: it quiets TensorFlow's start-up
-
 from common.evaluation.evaluators import StsbDevEvaluator
+from common.evaluation.resolve import CROSS_SUBDIR
 from common.flags import define_train_flags, train_config_from_flags
 from common.training.loop import NonFiniteLossError
 from common.training.runs import train
@@ -46,6 +48,9 @@ def main(argv):
         print(f"model: {result['model_dir']}")
         print(f"next: python test_sts.py --model={result['run_id']} --data_path={config.run.data_path} "
               f"--artifacts_dir={config.run.artifacts_dir}")
+        if os.path.isdir(os.path.join(result["model_dir"], CROSS_SUBDIR)):
+            print(f"      python test_sts.py --model={result['run_id']} --mode=cross --data_path="
+                  f"{config.run.data_path} --artifacts_dir={config.run.artifacts_dir}   # its cross-encoder")
     return 0
 
 

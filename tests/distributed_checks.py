@@ -8,11 +8,11 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def replica_check(method: str, settings: dict = None) -> dict:
-    """Runs tests/replica_check.py for `method` (its smoke settings, updated by `settings`)
-    in a fresh process; returns its measurements."""
+def replica_check(method: str, settings: dict = None, phase: str = None) -> dict:
+    """Runs tests/replica_check.py for `method` (its smoke settings, updated by `settings`;
+    the model of `phase` for a phased method) in a fresh process; returns its measurements."""
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "replica_check.py"), method,
-                           json.dumps(settings or {})],
+                           json.dumps(settings or {}), *([phase] if phase else [])],
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT}, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -1,10 +1,11 @@
 """Run in a fresh process: a registered method's loss, gradients and one optimizer
 step on one device vs MirroredStrategy over 2 logical CPUs, for the same global batch.
 
-    python tests/replica_check.py <method> [<settings as JSON>]
+    python tests/replica_check.py <method> [<settings as JSON> [<phase>]]
 
 The model and the batch come from the method's own smoke settings (`Method.smoke`)
-and data builder, with dropout off. Prints one JSON line:
+and data builder (a phased method's `phase_models[<phase>]` when a phase is
+named), with dropout off. Prints one JSON line:
 {"loss_diff", "grad_diff", "weight_diff", ...}.
 """
 
@@ -25,9 +26,9 @@ from common.training.runs import seeded  # noqa: E402
 from common.training.schedules import WarmupPolynomialDecay  # noqa: E402
 
 
-def build(method, config, strategy, weights=None):
+def build(build_model, config, strategy, weights=None):
     with strategy.scope(), seeded(0):
-        model = method.build_model(config)
+        model = build_model(config)
         if weights is not None:
             model.set_weights(weights)
         model.clip_norm = config.optimizer.clip_norm or None
@@ -50,20 +51,21 @@ def grads_fn(model):
     return fn
 
 
-def main(name, extra):
+def main(name, extra, phase=None):
     method = registry.get(name)
+    build_model, make_data = method.phase_models[phase] if phase else (method.build_model, method.make_data)
     workdir = tempfile.mkdtemp(prefix=f"replica-{name}-")
     settings = {**method.smoke(workdir), "dropout": 0.0, "train_epochs": 1, "train_steps_per_epoch": 4, **extra}
     config = registry.build_config(name, settings)
     if method.resolve is not None:
         config = method.resolve(config)
-    single = build(method, config, tf.distribute.get_strategy())
-    make_dataset, _ = method.make_data(config, single)
+    single = build(build_model, config, tf.distribute.get_strategy())
+    make_dataset, _ = make_data(config, single)
     batch = next(iter(make_dataset(0)))
     loss1, grads1 = grads_fn(single)(batch)
 
     mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-    multi = build(method, config, mirrored, single.get_weights())
+    multi = build(build_model, config, mirrored, single.get_weights())
     data = next(iter(mirrored.experimental_distribute_dataset(tf.data.Dataset.from_tensors(batch))))
     per_replica_loss, per_replica_grads = mirrored.run(tf.function(grads_fn(multi)), args=(data,))
     losses2 = [float(x) for x in mirrored.experimental_local_results(per_replica_loss)]
@@ -77,9 +79,9 @@ def main(name, extra):
     multi.make_train_function()
     multi.train_function(iter(mirrored.experimental_distribute_dataset(tf.data.Dataset.from_tensors(batch))))
     weight_diff = max(float(np.abs(a - b).max()) for a, b in zip(single.get_weights(), multi.get_weights()))
-    initial = build(method, config, tf.distribute.get_strategy()).get_weights()
+    initial = build(build_model, config, tf.distribute.get_strategy()).get_weights()
     moved = max(float(np.abs(a - b).max()) for a, b in zip(single.get_weights(), initial))
-    print(json.dumps({"method": name, "replicas": mirrored.num_replicas_in_sync, "loss": float(loss1),
+    print(json.dumps({"method": name, "phase": phase, "replicas": mirrored.num_replicas_in_sync, "loss": float(loss1),
                       "replica_losses": losses2, "loss_diff": max(abs(float(loss1) - x) for x in losses2),
                       "grad_diff": grad_diff, "grad_scale": grad_scale, "weight_diff": weight_diff,
                       "weights_moved": moved}))
@@ -87,4 +89,4 @@ def main(name, extra):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], json.loads(sys.argv[2]) if len(sys.argv) > 2 else {})
+    main(sys.argv[1], json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}, sys.argv[3] if len(sys.argv) > 3 else None)

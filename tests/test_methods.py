@@ -19,6 +19,9 @@ from fixtures import write_sts_root
 from resume_check import full_and_resumed_runs, saved_weights
 
 METHODS = list(registry.methods())
+# Every model a method trains: (method, None) for one model; (method, phase) for each
+# kind of phase of a method with a driver (Trans-Encoder's cross- and bi-encoder).
+MODELS = [(name, phase) for name, method in registry.methods().items() for phase in (method.phase_models or [None])]
 
 
 def _argv(settings):
@@ -35,12 +38,12 @@ def _argv(settings):
 
 
 def test_the_registry_holds_every_method_package():
-    assert {"pause", "declutr", "simcse"} <= set(METHODS)
+    assert {"pause", "declutr", "simcse", "trans_encoder"} <= set(METHODS)
 
 
-@pytest.mark.parametrize("name", METHODS)
-def test_one_replica_equals_two_replicas(name):
-    assert_replicas_agree(replica_check(name))
+@pytest.mark.parametrize("name,phase", MODELS)
+def test_one_replica_equals_two_replicas(name, phase):
+    assert_replicas_agree(replica_check(name, phase=phase))
 
 
 @pytest.mark.parametrize("name", METHODS)

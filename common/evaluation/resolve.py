@@ -18,11 +18,13 @@ import tensorflow as tf
 
 from common import artifacts
 from common.artifacts import LATEST, model_path
-from common.evaluation.embedding import embed_sentences
+from common.evaluation.embedding import embed_sentences, score_sentence_pairs
 from common.models.encoder import VALID_SPECS_HELP, EncoderConfig, build_encoder, is_hf_bert_dir, is_saved_model_dir
-from common.models.export import SERVING_INPUT, SERVING_OUTPUT
+from common.models.export import CROSS_INPUTS, CROSS_OUTPUT, SERVING_INPUT, SERVING_OUTPUT
 
 EMBEDDING_SUBDIR = "embedding"
+CROSS_SUBDIR = "cross"
+MODES = ("bi", "cross")
 
 
 @dataclasses.dataclass
@@ -45,6 +47,27 @@ class Embedder:
     def embed(self, sentences: Sequence[str], batch_size: int = 128, progress: bool = True,
               desc: str = "encoding") -> np.ndarray:
         return embed_sentences(self.embed_fn, sentences, batch_size, progress, desc)
+
+
+@dataclasses.dataclass
+class CrossScorer:
+    """A resolved cross-encoder: a name for result files and a pair scoring function.
+
+    Attributes:
+        name: str. The run ID, or a file-name-safe form of the path.
+        source: str. The SavedModel that was loaded.
+        score_fn: callable. (1-D tf.string batch, 1-D tf.string batch) -> [batch] scores.
+        trained_on: tuple of str. Evaluation sets the model was trained on (config.json).
+    """
+
+    name: str
+    source: str
+    score_fn: object
+    trained_on: Tuple[str, ...] = ()
+
+    def score(self, sentences1: Sequence[str], sentences2: Sequence[str], batch_size: int = 128,
+              progress: bool = True) -> np.ndarray:
+        return score_sentence_pairs(self.score_fn, sentences1, sentences2, batch_size, progress)
 
 
 def safe_name(text: str) -> str:
@@ -87,6 +110,63 @@ def _embedding_saved_model(path: str):
     embed_fn.saved_model = loaded
 
     return embed_fn, loaded
+
+
+def _cross_saved_model(path: str):
+    """Loads `path`; returns its (sentence1, sentence2) -> score function, or None if it is not a cross-encoder."""
+    loaded = tf.saved_model.load(path)
+    signature = getattr(loaded, "signatures", {}).get("serving_default")
+    if signature is None:
+        return None
+    _, kwargs = signature.structured_input_signature
+    if set(kwargs) != set(CROSS_INPUTS) or CROSS_OUTPUT not in signature.structured_outputs:
+        return None
+
+    def score_fn(sentence1, sentence2):
+        return signature(sentence1=sentence1, sentence2=sentence2)[CROSS_OUTPUT]
+
+    score_fn.saved_model = loaded
+    return score_fn
+
+
+def _refuse_cross_encoder(path: str) -> None:
+    """Raises when `path` (or its `cross/`) is a cross-encoder and no bi-encoder was found."""
+    for candidate in (path, artifacts.join(path, CROSS_SUBDIR)):
+        if is_saved_model_dir(candidate) and _cross_saved_model(candidate) is not None:
+            raise ValueError(
+                f"{candidate} is a cross-encoder ((sentence1, sentence2) -> score): it scores pairs, it does not "
+                f"embed sentences, so cosine similarity cannot score it. Run test_sts.py with --mode=cross.")
+
+
+def resolve_cross_model(model: str, artifacts_dir: str = "artifacts", model_location: str = "local",
+                        gcs_bucket: Optional[str] = None) -> CrossScorer:
+    """Turns a `--model` value into a cross-encoder (`test_sts.py --mode=cross`).
+
+    Args:
+        model: str. A run ID whose artifact has `cross/`, an artifact directory,
+            or a cross-encoder SavedModel ((sentence1, sentence2) -> score).
+
+    Raises:
+        ValueError: for an encoder spec or a model without a cross-encoder, saying
+            to use --mode=bi.
+        FileNotFoundError: for a run ID or path that does not exist.
+    """
+    path = model_path(model, artifacts_dir, model_location, gcs_bucket)
+    if path is None:
+        raise ValueError(f"--mode=cross needs a cross-encoder (a run ID or directory with {CROSS_SUBDIR}/, or a "
+                         f"(sentence1, sentence2) -> score SavedModel); {model!r} is an encoder spec, a bi-encoder: "
+                         "score it with --mode=bi.")
+    if artifacts.RUN_ID_PATTERN.match(model) or model == LATEST:
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+    else:
+        name = safe_name(os.path.basename(model.rstrip("/")))
+    for candidate in (artifacts.join(path, CROSS_SUBDIR), path):
+        if is_saved_model_dir(candidate):
+            fn = _cross_saved_model(candidate)
+            if fn is not None:
+                return CrossScorer(name, candidate, fn, _trained_on(path))
+    raise ValueError(f"{path}: no cross-encoder ({CROSS_SUBDIR}/saved_model.pb with a (sentence1, sentence2) -> "
+                     "score signature); it is a bi-encoder or an encoder: score it with --mode=bi.")
 
 
 def _trained_on(path: str) -> Tuple[str, ...]:
@@ -138,6 +218,7 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
                 fn, _ = _embedding_saved_model(candidate)
                 if fn is not None:
                     return Embedder(name, candidate, fn, _trained_on(path))
+        _refuse_cross_encoder(path)
         if is_saved_model_dir(path) or is_hf_bert_dir(path):
             return _encoder_embedder(name, path, EncoderConfig(spec=path, max_seq_len=max_seq_len))
         raise ValueError(

@@ -67,9 +67,9 @@ def spearman100(predicted: np.ndarray, gold: np.ndarray) -> float:
 
 
 def evaluate_sts(embed: Callable[[Sequence[str]], np.ndarray], data_path: str) -> Dict[str, object]:
-    """Scores an embedding function on STS12-16, STS-B (test, dev) and SICK-R (test).
+    """Scores an embedding function (a bi-encoder) on STS12-16, STS-B (test, dev) and SICK-R (test).
 
-    Every distinct sentence is embedded once.
+    Every distinct sentence is embedded once; a pair's score is the cosine similarity.
 
     Args:
         embed: callable. List of sentences -> [n, dim] array.
@@ -89,6 +89,27 @@ def evaluate_sts(embed: Callable[[Sequence[str]], np.ndarray], data_path: str) -
     def predict(ps: PairSet) -> np.ndarray:
         return cosine_scores(vectors[[index[s] for s in ps.sentences1]], vectors[[index[s] for s in ps.sentences2]])
 
+    return _score_sets(sets, predict, start)
+
+
+def evaluate_sts_pairs(score_pairs: Callable[[Sequence[str], Sequence[str]], np.ndarray],
+                       data_path: str) -> Dict[str, object]:
+    """Scores a pair scorer (a cross-encoder) on the same sets as `evaluate_sts`.
+
+    Args:
+        score_pairs: callable. (first sentences, second sentences) -> [n] scores.
+        data_path: str. Data root in SentEval's layout.
+
+    Returns:
+        The same dict as `evaluate_sts` (Spearman of the pair scores).
+    """
+    start = time.time()
+    sets = load_all(data_path)
+    return _score_sets(sets, lambda ps: score_pairs(ps.sentences1, ps.sentences2), start)
+
+
+def _score_sets(sets: Dict[str, Dict[str, PairSet]], predict: Callable[[PairSet], np.ndarray],
+                start: float) -> Dict[str, object]:
     results: Dict[str, object] = {}
     for year in STS_YEARS:
         results[year] = aggregate_subsets({name: predict(ps) for name, ps in sets[year].items()},

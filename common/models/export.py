@@ -106,3 +106,44 @@ def export_pair_model(model, path: str, outputs: Tuple[str, ...] = ("logits", "c
 
     root.serve = serve
     tf.saved_model.save(root, path, signatures={"serving_default": serve})
+
+
+CROSS_INPUTS = ("sentence1", "sentence2")
+CROSS_OUTPUT = "score"
+
+
+def export_cross_encoder(models, path: str) -> None:
+    """Writes a cross-encoder SavedModel: (sentence1, sentence2) string batches -> `score` [batch].
+
+    With several models (mutual distillation) the score is the mean of their
+    scores (the ensemble the paper evaluates). Needs only TensorFlow and
+    tensorflow_text to load: `tf.saved_model.load(path).signatures["serving_default"](
+    sentence1=..., sentence2=...)["score"]`, or `loaded(sentence1, sentence2)`.
+
+    Args:
+        models: sequence of keras.Model. Each maps {"sentence1", "sentence2"}
+            string batches to a dict with "score" (e.g. trans_encoder_tf's CrossEncoderModel).
+        path: str. Directory that must not exist.
+    """
+    if tf.io.gfile.exists(path):
+        raise FileExistsError(f"Refusing to overwrite an existing SavedModel: {path}")
+    models = list(models)
+    root = tf.Module()
+    root.model_variables = [v.value for m in models for v in m.variables]
+    spec = [tf.TensorSpec([None], tf.string, name=name) for name in CROSS_INPUTS]
+
+    def score(sentence1, sentence2):
+        inputs = {"sentence1": sentence1, "sentence2": sentence2}
+        return tf.add_n([m(inputs, training=False)["score"] for m in models]) / len(models)  # [B]
+
+    @tf.function(input_signature=spec)
+    def serve(sentence1, sentence2):
+        return {CROSS_OUTPUT: score(sentence1, sentence2)}
+
+    @tf.function(input_signature=spec)
+    def call(sentence1, sentence2):
+        return score(sentence1, sentence2)
+
+    root.serve = serve
+    root.__call__ = call
+    tf.saved_model.save(root, path, signatures={"serving_default": serve})

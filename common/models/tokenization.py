@@ -5,6 +5,9 @@ space around CJK characters, NFD + accent stripping, lower-casing) with plain TF
 string ops, then `tensorflow_text.FastBertTokenizer` splits on whitespace and
 punctuation and applies WordPiece. Everything is TensorFlow ops, so the tokenizer
 runs inside `tf.data`, inside a Keras model and inside an exported SavedModel.
+Sentence pairs (`BertTokenizer.tokenize_pairs`) are encoded as Hugging Face
+encodes them for a cross-encoder: `[CLS] a [SEP] b [SEP]`, segment ids 0/1,
+"longest_first" truncation.
 
 Why not `tensorflow_text`'s own normaliser: its lower-casing applies NFKC case
 folding (`´` is dropped, `™` becomes `t ##m`), and keras-hub's BertTokenizer does
@@ -182,6 +185,33 @@ class BertTokenizer(tf.Module):
         cls = tf.fill([batch, 1], self.cls_id)
         sep = tf.fill([batch, 1], self.sep_id)
         ids = tf.concat([cls, pieces, sep], axis=1)  # [batch, (len)]
+        return self._pad(ids, tf.zeros_like(ids))
+
+    def tokenize_pairs(self, texts_a: tf.Tensor, texts_b: tf.Tensor) -> Dict[str, tf.Tensor]:
+        """`[CLS] a [SEP] b [SEP]` with segment ids 0 then 1, as Hugging Face encodes a pair.
+
+        Truncation is Hugging Face's "longest_first" (the `tokenizers` library's
+        formula, see `longest_first_lengths`) to `max_seq_len` tokens in all.
+
+        Args:
+            texts_a: tf.Tensor. 1-D tf.string batch of first sentences.
+            texts_b: tf.Tensor. 1-D tf.string batch of second sentences, same length.
+
+        Returns:
+            Dict with int32 `token_ids`, `padding_mask` and `segment_ids`, each
+            [batch, length], padded to the batch's longest pair.
+        """
+        a = self.wordpiece_ids(texts_a)  # [batch, (pieces_a)]
+        b = self.wordpiece_ids(texts_b)  # [batch, (pieces_b)]
+        keep_a, keep_b = longest_first_lengths(a.row_lengths(), b.row_lengths(), self.config.max_seq_len - 3)
+        a = _keep_first(a, keep_a)
+        b = _keep_first(b, keep_b)
+        ids, segments = tf_text.combine_segments([a, b], self.cls_id, self.sep_id)  # [batch, (len)]
+        return self._pad(ids, tf.cast(segments, tf.int32))
+
+    def _pad(self, ids: tf.RaggedTensor, segments: tf.RaggedTensor) -> Dict[str, tf.Tensor]:
+        """Pads ragged ids and segment ids to the batch's longest row (rounded up to
+        `pad_to_multiple_of`)."""
         length = tf.cast(tf.reduce_max(ids.row_lengths()), tf.int32)
         length = tf.maximum(length, 2)  # an empty batch still has a valid shape
         multiple = self.config.pad_to_multiple_of
@@ -192,5 +222,45 @@ class BertTokenizer(tf.Module):
         return {
             "token_ids": token_ids,
             "padding_mask": mask,
-            "segment_ids": tf.zeros_like(token_ids),
+            "segment_ids": tf.pad(segments.to_tensor(default_value=0), extra),
         }
+
+
+def longest_first_lengths(len_a: tf.Tensor, len_b: tf.Tensor, budget: int):
+    """How many word pieces of each sentence a pair keeps under "longest_first" truncation.
+
+    This is the `tokenizers` library's closed form (`truncate_encodings`,
+    `TruncationStrategy::LongestFirst`), not the older Python loop that removed
+    one token at a time: a pair that fits is kept whole; otherwise, when the
+    shorter sentence fits in half the budget it is kept and the longer one gets
+    the rest, else each gets half, the odd token going to the longer sentence
+    (to the second one on a tie).
+
+    Args:
+        len_a: tf.Tensor. int [batch] lengths of the first sentences.
+        len_b: tf.Tensor. int [batch] lengths of the second sentences.
+        budget: int. Pieces allowed for both together (max length minus the 3
+            special tokens).
+
+    Returns:
+        (keep_a, keep_b): int64 [batch] each.
+    """
+    len_a = tf.cast(len_a, tf.int64)
+    len_b = tf.cast(len_b, tf.int64)
+    budget = tf.constant(max(budget, 0), tf.int64)
+    short = tf.minimum(len_a, len_b)  # [batch]
+    half = budget // 2
+    both_cut = short > half
+    keep_short = tf.where(both_cut, half, short)
+    keep_long = tf.where(both_cut, half + budget % 2, budget - short)
+    a_is_long = len_a > len_b
+    fits = len_a + len_b <= budget
+    keep_a = tf.where(fits, len_a, tf.where(a_is_long, keep_long, keep_short))
+    keep_b = tf.where(fits, len_b, tf.where(a_is_long, keep_short, keep_long))
+    return keep_a, keep_b
+
+
+def _keep_first(pieces: tf.RaggedTensor, keep: tf.Tensor) -> tf.RaggedTensor:
+    """The first `keep[i]` items of each row i."""
+    positions = tf.ragged.range(pieces.row_lengths())  # [batch, (pieces)]
+    return tf.ragged.boolean_mask(pieces, positions < tf.expand_dims(keep, 1))

@@ -48,6 +48,13 @@ class Method:
         smoke: (directory) -> settings for a seconds-long run on the tiny test
             encoder, after writing whatever small data it needs under `directory`.
             The smoke, replica and resume tests of every method use it.
+        driver: (RunContext) -> RunOutcome, for a method whose run trains several
+            models in phases (`common.training.phases`); None: one model,
+            `build_model` + `make_data`, trained by `runs.train_single_model`.
+            `build_model` and `make_data` then describe the run's first phase
+            (the replica check uses them).
+        phase_models: dict. Phase name -> (build_model, make_data) of every kind
+            of phase a driver trains, so the replica check covers each of them.
     """
 
     name: str
@@ -59,6 +66,8 @@ class Method:
     defaults: Dict[str, Any] = dataclasses.field(default_factory=dict)
     mode_defaults: Optional[Callable[[Dict[str, Any]], Dict[str, Any]]] = None
     resolve: Optional[Callable[[TrainConfig], TrainConfig]] = None
+    driver: Optional[Callable[[Any], Any]] = None
+    phase_models: Dict[str, Tuple[Callable, Callable]] = dataclasses.field(default_factory=dict)
 
     def setting_names(self) -> List[str]:
         """Every flat setting (flag) name this method accepts."""

@@ -6,6 +6,11 @@ saved configuration of a run to resume, build the method's model (seeded),
 compile it with the shared optimizer, train through
 `common.training.loop.run_training`, call the evaluator it was given at the end
 of each epoch, and publish `<artifacts>/model/<ID>/` atomically.
+
+A method whose run trains several models in turn (Trans-Encoder's cycles)
+registers a `driver` instead of the single-model part (`train_single_model`):
+it gets a `RunContext` and returns a `RunOutcome`, and trains each phase through
+`common.training.phases.PhaseRunner`, which reuses `run_training` per phase.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import json
 import os
 import random
 import tempfile
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Sequence
 
 import keras
 import numpy as np
@@ -96,23 +101,23 @@ def _paths(config: TrainConfig, chief: bool) -> RunPaths:
     return dataclasses.replace(paths, log_dir=run.log_dir or paths.log_dir, model_dir=run.model_dir or paths.model_dir)
 
 
-def publish(model: keras.Model, paths: RunPaths, record: Dict[str, Any]) -> str:
-    """Writes `model_dir/` atomically: `embedding/` (SavedModel of `model.encoder`),
-    `siamese/` when the model has `pair_outputs`, `weights/` (`model.weights_checkpoint()`)
-    and `config.json` (`record` plus encoder settings and package versions)."""
+def write_weights(checkpoint: tf.train.Checkpoint, model_dir: str) -> None:
+    """`model_dir/weights/`: the published weights (no optimizer state), for --pretrained_weights."""
+    checkpoint.write(artifacts.join(model_dir, WEIGHTS_SUBDIR, "weights"))
+    # tf.train.latest_checkpoint needs the index file that CheckpointManager writes.
+    with tf.io.gfile.GFile(artifacts.join(model_dir, WEIGHTS_SUBDIR, "checkpoint"), "w") as f:
+        f.write('model_checkpoint_path: "weights"\nall_model_checkpoint_paths: "weights"\n')
+
+
+def publish_artifact(paths: RunPaths, record: Dict[str, Any], write_models: Callable[[str], None]) -> str:
+    """Writes `model_dir/` atomically: whatever `write_models(tmp)` writes, and
+    `config.json` (`record` with the run ID and package versions)."""
 
     def write(tmp: str) -> None:
-        export_encoder(model.encoder, artifacts.join(tmp, "embedding"))
-        if model.pair_outputs:
-            export_pair_model(model, artifacts.join(tmp, "siamese"), model.pair_outputs)
-        model.weights_checkpoint().write(artifacts.join(tmp, WEIGHTS_SUBDIR, "weights"))
-        # tf.train.latest_checkpoint needs the index file that CheckpointManager writes.
-        with tf.io.gfile.GFile(artifacts.join(tmp, WEIGHTS_SUBDIR, "checkpoint"), "w") as f:
-            f.write('model_checkpoint_path: "weights"\nall_model_checkpoint_paths: "weights"\n')
+        write_models(tmp)
         artifacts.write_json(artifacts.join(tmp, "config.json"), {
             "run_id": paths.run_id,
             **record,
-            "encoder": dataclasses.asdict(model.encoder.encoder_config),
             "packages": package_versions(),
         })
 
@@ -185,12 +190,104 @@ def build_and_compile(config: TrainConfig, strategy: tf.distribute.Strategy):
     return model
 
 
+@dataclasses.dataclass
+class RunContext:
+    """What a run's training gets from `train`, whichever way it trains.
+
+    Attributes:
+        config: TrainConfig. Resolved and validated.
+        strategy: tf.distribute.Strategy.
+        paths: RunPaths. The run's log, checkpoint and model directories.
+        chief: bool. Whether this task writes checkpoints and artifacts.
+        evaluator: Evaluator or None.
+        after_step: callable or None. (step, model), called after each step.
+    """
+
+    config: TrainConfig
+    strategy: tf.distribute.Strategy
+    paths: RunPaths
+    chief: bool
+    evaluator: Optional[Evaluator] = None
+    after_step: Optional[Callable[[int, keras.Model], None]] = None
+
+
+@dataclasses.dataclass
+class RunOutcome:
+    """What training returns to `train` for publishing.
+
+    Attributes:
+        metrics: dict. The last logged metrics (and evaluation scores).
+        data: dict. The training data's description, with a "fingerprint".
+        weights_fingerprint: str.
+        write_models: callable. tmp directory -> None; writes the models (and
+            `weights/`) of the artifact.
+        record: dict. Extra entries of `config.json` (e.g. scores per phase).
+        trained_on_evaluation_data: list of str. Evaluation sets the data overlaps.
+    """
+
+    metrics: Dict[str, Any]
+    data: Dict[str, Any]
+    weights_fingerprint: str
+    write_models: Callable[[str], None]
+    record: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    trained_on_evaluation_data: Sequence[str] = ()
+
+
+def prepare_single_model(config: TrainConfig, strategy: tf.distribute.Strategy):
+    """The method's compiled model and its data: (model, make_dataset, data info)."""
+    model = build_and_compile(config, strategy)
+    make_dataset, data_info = registry.get(config.method).make_data(config, model)
+    return model, make_dataset, data_info
+
+
+def train_single_model(ctx: RunContext, prepared=None) -> RunOutcome:
+    """The run of every method without its own driver: one model, `run.total_steps` steps.
+
+    Args:
+        ctx: RunContext.
+        prepared: (model, make_dataset, data info) from `prepare_single_model`, or None to build them here.
+    """
+    config, evaluator, chief = ctx.config, ctx.evaluator, ctx.chief
+    model, make_dataset, data_info = prepared or prepare_single_model(config, ctx.strategy)
+    logging.info("Training data: %s", data_info)
+    embed_fn = tf.function(model.encoder.embed_strings, input_signature=[tf.TensorSpec([None], tf.string)])
+
+    def on_epoch_end(epoch: int, step: int):
+        if not config.run.eval_each_epoch:
+            return {}
+        scores = model.validation_metrics()  # every worker: it is collective
+        if chief and evaluator is not None:
+            scores.update(evaluator(embed_fn))
+        if scores:
+            logging.info("epoch %d (step %d): %s", epoch, step, " ".join(f"{k}={v:.4g}" for k, v in scores.items()))
+        return scores
+
+    run = config.run
+    loop = LoopConfig(total_steps=run.total_steps, steps_per_epoch=run.train_steps_per_epoch,
+                      checkpoint_every=run.checkpoint_every, log_every=run.log_every)
+    metrics = run_training(model, make_dataset, ctx.strategy, loop, ctx.paths, chief, on_epoch_end, ctx.after_step)
+
+    def write_models(tmp: str) -> None:
+        export_encoder(model.encoder, artifacts.join(tmp, "embedding"))
+        if model.pair_outputs:
+            export_pair_model(model, artifacts.join(tmp, "siamese"), model.pair_outputs)
+        write_weights(model.weights_checkpoint(), tmp)
+
+    return RunOutcome(metrics, data_info, weights_fingerprint(model), write_models,
+                      {"encoder": dataclasses.asdict(model.encoder.encoder_config)},
+                      evaluation_sets_in(config.run.train_data))
+
+
 def train(config: TrainConfig, evaluator: Optional[Evaluator] = None, after_step=None) -> Dict[str, Any]:
     """Runs one training method end to end and publishes its artifacts.
 
+    A method trains one model (`train_single_model`), or, when it registers a
+    `driver`, several in phases (Trans-Encoder); either way this function owns
+    the run's ID, saved configuration and atomic publishing.
+
     Args:
-        config: TrainConfig. With `run.resume` set, the saved configuration of
-            that run is used (only the strategy and TPU may change).
+        config: TrainConfig. With `run.resume` set, it continues that run: it
+            may differ from the saved configuration only in RESUME_MAY_CHANGE.
         evaluator: callable or None. embed_fn -> {metric: value}, called on the
             chief at the end of each epoch when `run.eval_each_epoch` is set
             (`common.evaluation.StsbDevEvaluator` in train.py).
@@ -209,10 +306,9 @@ def train(config: TrainConfig, evaluator: Optional[Evaluator] = None, after_step
     config.validate()
     strategy = make_strategy(config.run.strategy, config.run.tpu)
     chief = is_chief(strategy)
-    # The encoder and the data are loaded before a run ID is reserved: a run that fails
-    # on its --model or its data leaves nothing behind.
-    model = build_and_compile(config, strategy)
-    make_dataset, data_info = method.make_data(config, model)
+    # For a single-model method the encoder and the data are loaded before a run ID is
+    # reserved: a run that fails on its --model or its data leaves nothing behind.
+    prepared = None if method.driver else prepare_single_model(config, strategy)
     paths = _paths(config, chief)
     if chief and tf.io.gfile.exists(paths.model_dir):
         raise ValueError(
@@ -225,36 +321,20 @@ def train(config: TrainConfig, evaluator: Optional[Evaluator] = None, after_step
     if changes.keys() - {"resume"}:
         logging.info("Run %s resumes with changed settings: %s", paths.run_id, changes)
     logging.info("Run %s (%s): %d replica(s); %s", paths.run_id, config.method, strategy.num_replicas_in_sync, config)
-    logging.info("Training data: %s", data_info)
-    embed_fn = tf.function(model.encoder.embed_strings, input_signature=[tf.TensorSpec([None], tf.string)])
-
-    def on_epoch_end(epoch: int, step: int):
-        if not config.run.eval_each_epoch:
-            return {}
-        scores = model.validation_metrics()  # every worker: it is collective
-        if chief and evaluator is not None:
-            scores.update(evaluator(embed_fn))
-        if scores:
-            logging.info("epoch %d (step %d): %s", epoch, step, " ".join(f"{k}={v:.4g}" for k, v in scores.items()))
-        return scores
-
-    run = config.run
-    loop = LoopConfig(total_steps=run.total_steps, steps_per_epoch=run.train_steps_per_epoch,
-                      checkpoint_every=run.checkpoint_every, log_every=run.log_every)
+    context = RunContext(config, strategy, paths, chief, evaluator, after_step)
     try:
-        metrics = run_training(model, make_dataset, strategy, loop, paths, chief, on_epoch_end, after_step)
+        outcome = method.driver(context) if method.driver else train_single_model(context, prepared)
     except NonFiniteLossError as e:
         raise NonFiniteLossError(
             f"{e} To continue from there with a lower learning rate: python train.py --resume={paths.run_id} "
-            f"--artifacts_dir={run.artifacts_dir} --train_lr={config.optimizer.train_lr / 2:g}") from None
-    fingerprint = weights_fingerprint(model)
-    result = {"run_id": paths.run_id, "model_dir": None, "metrics": metrics, "data": data_info,
-              "weights_fingerprint": fingerprint, "config": config}
+            f"--artifacts_dir={config.run.artifacts_dir} --train_lr={config.optimizer.train_lr / 2:g}") from None
+    result = {"run_id": paths.run_id, "model_dir": None, "metrics": outcome.metrics, "data": outcome.data,
+              "weights_fingerprint": outcome.weights_fingerprint, "config": config}
     if paths.run_id == WORKER_RUN_ID:
         tf.io.gfile.rmtree(os.path.dirname(paths.log_dir))  # a non-chief worker's scratch directory
     if chief:
-        overlap = evaluation_sets_in(config.run.train_data)
-        record = {"method": config.method, "config": config.to_dict(), "data": data_info, "metrics": metrics,
-                  "trained_on_evaluation_data": overlap, "weights_fingerprint": fingerprint}
-        result["model_dir"] = publish(model, paths, record)
+        record = {"method": config.method, "config": config.to_dict(), "data": outcome.data,
+                  "metrics": outcome.metrics, "trained_on_evaluation_data": list(outcome.trained_on_evaluation_data),
+                  "weights_fingerprint": outcome.weights_fingerprint, **outcome.record}
+        result["model_dir"] = publish_artifact(paths, record, outcome.write_models)
     return result

@@ -1,0 +1,101 @@
+"""The cross-encoder model, its SavedModel, the pairs and the phase budgets."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from common.models.export import export_cross_encoder
+from common.training import registry
+from trans_encoder_tf.data import deduplicate, load_pairs, read_pair_file, sts_sickr_pairs
+from trans_encoder_tf.method import build_phase_model, phase_loop, smoke
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory):
+    return registry.build_config("trans_encoder", smoke(str(tmp_path_factory.mktemp("smoke"))))
+
+
+def test_cross_encoder_scores_are_the_sigmoid_of_one_logit_per_pair(config):
+    model = build_phase_model(config, "cross")
+    out = model({"sentence1": tf.constant(["a man runs .", "a dog"]), "sentence2": tf.constant(["b", "c d e"])})
+    assert out["logits"].shape == (2,)
+    np.testing.assert_allclose(out["score"], tf.sigmoid(out["logits"]), rtol=1e-6)
+    # The pair is one sequence: swapping the sentences changes the input and (in general) the score.
+    swapped = model({"sentence1": tf.constant(["b"]), "sentence2": tf.constant(["a man runs ."])})["logits"]
+    assert abs(float(swapped[0]) - float(out["logits"][0])) > 1e-6
+    # BERT's pooler and the classifier train with the encoder.
+    names = {v.path for v in model.trainable_variables}
+    assert any("pooled_dense" in n for n in names) and any("classifier" in n for n in names)
+
+
+LOADER = r"""
+import json, sys
+import tensorflow as tf, tensorflow_text  # noqa: F401  (registers the tokenizer ops)
+loaded = tf.saved_model.load(sys.argv[1])
+out = loaded.signatures["serving_default"](sentence1=tf.constant(json.loads(sys.argv[2])),
+                                           sentence2=tf.constant(json.loads(sys.argv[3])))
+assert not [m for m in sys.modules if m.split(".")[0] in ("common", "keras_hub", "trans_encoder_tf")]
+print(json.dumps(out["score"].numpy().tolist()))
+"""
+
+
+def test_cross_encoder_savedmodel_equals_the_model_without_project_code(config, tmp_path):
+    model = build_phase_model(config, "cross")
+    first, second = ["a man runs .", "the cat sleeps", ""], ["a person is running .", "stocks fell", "x"]
+    expected = model({"sentence1": tf.constant(first), "sentence2": tf.constant(second)})["score"].numpy()
+    path = str(tmp_path / "cross")
+    export_cross_encoder([model], path)
+    proc = subprocess.run([sys.executable, "-c", LOADER, path, json.dumps(first), json.dumps(second)],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ""}, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    np.testing.assert_allclose(json.loads(proc.stdout.strip().splitlines()[-1]), expected, atol=1e-5)
+    with pytest.raises(FileExistsError):
+        export_cross_encoder([model], path)
+
+
+def test_pair_file_is_read_deduplicated_and_errors_name_the_line(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    path.write_text("a b\tc\na\tb c\na b\tc\n\nx\ty\textra column\n")
+    pairs, overlap = load_pairs(str(path), str(tmp_path))
+    # ("a b", "c") and ("a", "b c") are different pairs (the official concatenation key merged them).
+    assert pairs == [("a b", "c"), ("a", "b c"), ("x", "y")] and overlap == ()
+    assert deduplicate([("p", "q"), ("q", "p")]) == [("p", "q"), ("q", "p")]
+    path.write_text("one\ttwo\nonly one sentence\n")
+    with pytest.raises(ValueError, match=r"pairs.tsv:2: expected two tab-separated sentences"):
+        read_pair_file(str(path))
+    with pytest.raises(FileNotFoundError):
+        read_pair_file(str(tmp_path / "missing.tsv"))
+
+
+def test_phase_budgets_follow_the_protocol_and_the_cap(config):
+    # 10 pairs: the cross-encoder sees 20 ordered pairs in batches of 4, the bi-encoder 10 in batches of 4.
+    assert phase_loop(config, "cross", 10).total_steps == 5
+    assert phase_loop(config, "bi", 10).steps_per_epoch == 3 and phase_loop(config, "bi", 10).total_steps == 30
+    capped = config.replace(train_steps_per_epoch=2, train_epochs=3)
+    assert phase_loop(capped, "cross", 10).total_steps == 2 and phase_loop(capped, "bi", 10).total_steps == 6
+    official = registry.build_config("trans_encoder", {})
+    assert (official.run.batch_size, official.run.train_epochs, official.optimizer.train_lr) == (128, 10, 5e-5)
+    assert (official.options.cross_batch_size, official.options.cross_epochs, official.options.cross_lr) == \
+        (32, 1, 2e-5)
+    assert official.options.cross_max_seq_len == 64 and official.encoder.max_seq_len == 32
+    assert official.options.cycles == 3 and official.options.init_with_new_models
+    with pytest.raises(ValueError, match="--pairs"):
+        config.replace(train_data=("x.txt",), train_steps_per_epoch=2).validate()
+    # No cap given: every phase runs whole passes (the longest phase's pass is recorded).
+    from trans_encoder_tf.method import resolve
+
+    whole = resolve(config.replace(train_steps_per_epoch=0))
+    assert whole.run.train_steps_per_epoch == 6  # 12 smoke pairs, both orders, batches of 4
+    assert phase_loop(whole, "cross", 12).total_steps == 6 and phase_loop(whole, "bi", 12).steps_per_epoch == 3
+
+
+@pytest.mark.large
+def test_sts_sickr_pairs_are_every_sts_and_sick_pair_once(data_path):
+    pairs = sts_sickr_pairs(data_path)
+    # STS12-16 scored 12,544 + STS-B 8,628 + SICK 9,927 = 31,099 pairs before deduplication.
+    assert 25000 < len(pairs) < 31099 and len(set(pairs)) == len(pairs)

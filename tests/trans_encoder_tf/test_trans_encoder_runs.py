@@ -1,0 +1,157 @@
+"""Trans-Encoder runs end to end: two cycles through train.py and test_sts.py in both
+modes, and exact resume of a run killed in either phase of cycle 2."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from common.training import registry
+from common.training.runs import train
+from distributed_checks import ROOT
+from fixtures import write_sts_root
+from resume_check import Killed, saved_weights
+from trans_encoder_tf.method import smoke
+
+
+def _run(args, cwd):
+    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": ROOT})
+
+
+def test_two_cycles_through_train_py_then_test_sts_py_in_both_modes(tmp_path):
+    data = write_sts_root(str(tmp_path / "data"))
+    settings = smoke(data)
+    artifacts = tmp_path / "artifacts"
+    args = [f"--{k}={v}" for k, v in settings.items() if k != "cycles"]
+    proc = _run([os.path.join(ROOT, "train.py"), "--method=trans_encoder", *args, "--cycles=2",
+                 "--train_epochs=1", "--train_steps_per_epoch=2", f"--artifacts_dir={artifacts}"], cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_id = next(line.split(": ")[1] for line in proc.stdout.splitlines() if line.startswith("run ID:"))
+    assert f"test_sts.py --model={run_id} --mode=cross" in proc.stdout
+    model_dir = artifacts / "model" / run_id
+    record = json.load(open(model_dir / "config.json"))
+    # STS-B dev of the start, of every phase and of every cycle; the published cycles.
+    assert [p["phase"] for p in record["phases"]] == ["cycle1_cross_a", "cycle1_bi_a", "cycle2_cross_a",
+                                                      "cycle2_bi_a"]
+    assert all("stsb_dev_spearman" in p and p["steps"] == 2 for p in record["phases"])
+    assert [sorted(c) for c in record["cycles"]] == [["bi_a", "cross_a", "cycle"]] * 2
+    assert "bi_a" in record["start"] and set(record["best_cycle"]) == {"bi", "cross"}
+    assert "stsb_dev_spearman" in record["metrics"] and "cross_stsb_dev_spearman" in record["metrics"]
+    assert record["metrics"]["step"] == 8 and record["data"]["pairs"] == 12
+    assert os.listdir(artifacts / "log" / run_id)  # TensorBoard scalars per phase
+    common = [f"--model={run_id}", f"--data_path={data}", f"--artifacts_dir={artifacts}"]
+    bi = _run([os.path.join(ROOT, "test_sts.py"), *common, "--mode=bi"], cwd=str(tmp_path))
+    assert bi.returncode == 0, bi.stderr[-2000:]
+    cross = _run([os.path.join(ROOT, "test_sts.py"), *common, "--mode=cross"], cwd=str(tmp_path))
+    assert cross.returncode == 0, cross.stderr[-2000:]
+    bi_result = json.load(open(artifacts / "test" / f"sts_{run_id}.json"))
+    cross_result = json.load(open(artifacts / "test" / f"sts_{run_id}_cross.json"))
+    assert (bi_result["mode"], cross_result["mode"]) == ("bi", "cross")
+    assert cross_result["source"].endswith("cross") and bi_result["source"].endswith("embedding")
+    # The cross-encoder's STS-B dev score is the one the run recorded for its published cycle.
+    np.testing.assert_allclose(cross_result["stsb"]["dev"], record["metrics"]["cross_stsb_dev_spearman"], atol=1e-3)
+    np.testing.assert_allclose(bi_result["stsb"]["dev"], record["metrics"]["stsb_dev_spearman"], atol=1e-3)
+    # A cross-encoder scored as a bi-encoder is refused, naming the mode it needs.
+    wrong = _run([os.path.join(ROOT, "test_sts.py"), f"--model={model_dir / 'cross'}", f"--data_path={data}",
+                  f"--artifacts_dir={artifacts}"], cwd=str(tmp_path))
+    assert wrong.returncode == 2 and "--mode=cross" in wrong.stderr and "Traceback" not in wrong.stderr
+    wrong = _run([os.path.join(ROOT, "test_sts.py"), "--model=tiny", "--mode=cross", f"--data_path={data}",
+                  f"--artifacts_dir={artifacts}"], cwd=str(tmp_path))
+    assert wrong.returncode == 2 and "--mode=bi" in wrong.stderr
+
+
+def _kill_at(step):
+    def after_step(global_step, model):
+        if global_step == step:
+            raise Killed()
+    return after_step
+
+
+def test_a_run_killed_in_either_phase_of_cycle_2_resumes_exactly(tmp_path):
+    config = registry.build_config("trans_encoder", {
+        **smoke(str(tmp_path / "data")), "cycles": 2, "train_epochs": 2, "train_steps_per_epoch": 3,
+        "checkpoint_every": 2, "log_every": 1, "eval_each_epoch": False, "init_with_new_models": False})
+    # Steps per cycle: cross 3 (1 epoch), then bi 6 (2 epochs); cycle 2 is run steps 10-18.
+    full = train(config.replace(artifacts_dir=str(tmp_path / "a")))
+    interrupted = config.replace(artifacts_dir=str(tmp_path / "b"))
+    with pytest.raises(Killed):
+        train(interrupted, after_step=_kill_at(11))  # cycle 2, cross phase step 2 (checkpointed)
+    run_id = os.listdir(tmp_path / "b" / "ckpt")[0]
+    phases = tmp_path / "b" / "ckpt" / run_id / "phases"
+    assert sorted(os.listdir(phases)) == ["cycle1_bi_a", "cycle1_cross_a", "cycle2_cross_a"]
+    assert (phases / "cycle2_cross_a" / "labels.npy").exists() and not (phases / "cycle2_cross_a" / "done.json").exists()
+    with pytest.raises(Killed):
+        train(interrupted.replace(resume=run_id), after_step=_kill_at(17))  # cycle 2, bi phase step 5 (last checkpoint: 4)
+    assert not os.path.exists(tmp_path / "b" / "model" / run_id)
+    resumed = train(interrupted.replace(resume=run_id))
+    a, b = saved_weights(full["model_dir"]), saved_weights(resumed["model_dir"])
+    assert a and a.keys() == b.keys()
+    assert any(k.startswith("model/bi_encoder/") for k in a) and any(k.startswith("model/cross_encoder/") for k in a)
+    for key in a:
+        np.testing.assert_allclose(a[key], b[key], atol=1e-6, err_msg=key)
+    assert full["weights_fingerprint"] == resumed["weights_fingerprint"]
+    # A finished phase keeps its final weights, not its optimizer checkpoints.
+    assert not [f for f in os.listdir(phases / "cycle1_cross_a") if f.startswith("ckpt-")]
+
+
+def test_mutual_distillation_averages_both_models_labels_and_ensembles_the_cross_encoders(tmp_path):
+    import tensorflow as tf
+
+    from common.models.encoder import minilm_dir
+    from common.training.loop import RunPaths
+    from common.training.phases import PhaseRunner
+    from common.training.runs import RunContext
+    from fixtures import write_hf_bert_dir
+    from trans_encoder_tf.method import pair_fn_of, _Models
+
+    second = write_hf_bert_dir(str(tmp_path / "hf"), os.path.join(minilm_dir(), "vocab.txt"), seed=3)
+    config = registry.build_config("trans_encoder", {
+        **smoke(str(tmp_path / "data")), "mutual_init": second, "train_epochs": 1, "train_steps_per_epoch": 2,
+        "eval_each_epoch": False, "artifacts_dir": str(tmp_path / "a")})
+    result = train(config)
+    record = json.load(open(os.path.join(result["model_dir"], "config.json")))
+    assert [p["phase"] for p in record["phases"]] == ["cycle1_cross_a", "cycle1_cross_b", "cycle1_bi_a",
+                                                      "cycle1_bi_b"]
+    phases = tmp_path / "a" / "ckpt" / result["run_id"] / "phases"
+    labels = {p: np.load(phases / p / "labels.npy") for p in os.listdir(phases)}
+    # Each model of a kind learns from the same labels: the mean of both models of the other kind.
+    np.testing.assert_array_equal(labels["cycle1_cross_a"], labels["cycle1_cross_b"])
+    np.testing.assert_array_equal(labels["cycle1_bi_a"], labels["cycle1_bi_b"])
+    assert not np.allclose(labels["cycle1_cross_a"], labels["cycle1_bi_a"])
+    assert record["encoder"]["spec"] == "tiny" and {"bi_encoder_b", "cross_encoder_b"} <= {
+        k.split("/")[1] for k in saved_weights(result["model_dir"])}
+    # The cross/ SavedModel scores a pair with the mean of the two cross-encoders.
+    context = RunContext(config, tf.distribute.get_strategy(),
+                         RunPaths.for_run(str(tmp_path / "a"), result["run_id"]), chief=True)
+    models = _Models(context, PhaseRunner(context))
+    first, second_s = tf.constant(["a man runs .", "a dog"]), tf.constant(["a person runs .", "stocks"])
+    expected = np.mean([pair_fn_of(models.get("cross", m, 1))(first, second_s) for m in "ab"], axis=0)
+    served = tf.saved_model.load(os.path.join(result["model_dir"], "cross"))(first, second_s)
+    np.testing.assert_allclose(served, expected, atol=1e-5)
+
+
+def test_a_trained_run_id_is_a_start_encoder(tmp_path):
+    import tensorflow as tf
+
+    from common import artifacts
+    from common.models.encoder import EncoderConfig, build_encoder
+    import dataclasses
+
+    from common.training.runs import write_weights
+    from trans_encoder_tf.method import build_start_encoder
+
+    encoder = build_encoder(EncoderConfig(spec="tiny", max_seq_len=16, seed=5))
+    for v in encoder.trainable_variables:
+        v.assign(v + 0.01)  # a "trained" encoder: no longer the seeded tiny one
+    run_dir = tmp_path / "artifacts" / "model" / "20261122-000000"
+    write_weights(tf.train.Checkpoint(model=tf.train.Checkpoint(encoder=encoder)), str(run_dir))
+    artifacts.write_json(str(run_dir / "config.json"), {"encoder": dataclasses.asdict(encoder.encoder_config)})
+    config = registry.build_config("trans_encoder", {**smoke(str(tmp_path / "data")),
+                                                     "artifacts_dir": str(tmp_path / "artifacts")})
+    loaded = build_start_encoder("20261122-000000", 16, config)
+    sentences = tf.constant(["a man runs .", "stocks fell"])
+    np.testing.assert_allclose(loaded.embed_strings(sentences), encoder.embed_strings(sentences), atol=1e-6)

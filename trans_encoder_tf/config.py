@@ -1,0 +1,66 @@
+"""Trans-Encoder's own settings; the run, encoder and optimizer sections configure the bi-encoder phases.
+
+Defaults are the official protocol (Liu et al., ICLR 2022; amzn/trans-encoder
+`train_self_distill.sh`, sentence-transformers' `fit` defaults): the bi-encoder
+learns with batch 128, 10 epochs, AdamW lr 5e-5, weight decay 0.01, no warm-up,
+max length 32; the cross-encoder with batch 32, 1 epoch, lr 2e-5, weight decay
+0.01, 10 % warm-up, max length 64; both with linear decay and the gradient norm
+clipped to 1; three cycles, each model restarted from its start every cycle.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from common.training.config import option
+from trans_encoder_tf.data import STS_SICKR
+
+# Flat setting -> Trans-Encoder's default where the shared sections' differ (the bi-encoder phases).
+# `train_steps_per_epoch` 0: one pass over the pairs per epoch in every phase.
+DEFAULTS = {"batch_size": 128, "train_epochs": 10, "train_steps_per_epoch": 0, "train_lr": 5e-5,
+            "weight_decay": 0.01, "warmup_fraction": 0.0, "clip_norm": 1.0, "max_seq_len": 32}
+
+
+@dataclasses.dataclass(frozen=True)
+class TransEncoderOptions:
+    """Trans-Encoder hyperparameters (the cross-encoder phases and the cycles).
+
+    `--model` is the bi-encoder's start; `--batch_size`, `--train_epochs`,
+    `--train_lr`, `--weight_decay`, `--warmup_fraction`, `--max_seq_len` set
+    the bi-encoder phases, the `cross_*` settings the cross-encoder phases;
+    `--train_steps_per_epoch`, when given, caps the epoch of every phase.
+    """
+
+    pairs: str = option(STS_SICKR, "Unlabelled sentence pairs: sts_sickr (the pairs of STS12-16, STS-B and SICK "
+                                   "without labels, the official transductive task) or a file with one pair per "
+                                   "line, two tab-separated sentences.")
+    cycles: int = option(3, "Cycles of (bi-encoder labels -> cross-encoder -> labels -> bi-encoder).",
+                         lower_bound=1)
+    init_with_new_models: bool = option(True, "Restart every cycle's models from their starts (the official "
+                                              "script's --init_with_new_models: knowledge passes only through "
+                                              "the labels); --noinit_with_new_models continues each model from "
+                                              "its previous cycle.")
+    cross_init: str = option("", "Cross-encoder start: an encoder spec or run ID; default: --model.")
+    mutual_init: str = option("", "Mutual distillation: the second bi-encoder's start (spec or run ID); each "
+                                  "model learns from the mean of both models' scores.")
+    mutual_cross_init: str = option("", "Mutual distillation: the second cross-encoder's start; default: "
+                                        "--mutual_init.")
+    cross_batch_size: int = option(32, "Cross-encoder batch (pairs, each pair counted once per order).",
+                                   lower_bound=1)
+    cross_epochs: int = option(1, "Cross-encoder epochs per cycle.", lower_bound=1)
+    cross_lr: float = option(2e-5, "Cross-encoder peak learning rate.")
+    cross_weight_decay: float = option(0.01, "Cross-encoder AdamW weight decay.", lower_bound=0.0)
+    cross_warmup_fraction: float = option(0.1, "Cross-encoder share of warm-up steps.", lower_bound=0.0)
+    cross_max_seq_len: int = option(64, "Cross-encoder pair length in tokens ([CLS] a [SEP] b [SEP]).",
+                                    lower_bound=3)
+
+    def validate(self, config) -> None:
+        if config.run.train_data:
+            raise ValueError(f"--method=trans_encoder reads its pairs from --pairs; got --train_data="
+                             f"{','.join(config.run.train_data)}.")
+        if not self.cross_lr > 0:
+            raise ValueError(f"--cross_lr must be > 0; got {self.cross_lr}.")
+        if self.cross_warmup_fraction >= 1:
+            raise ValueError(f"--cross_warmup_fraction must be < 1; got {self.cross_warmup_fraction}.")
+        if self.mutual_cross_init and not self.mutual_init:
+            raise ValueError("--mutual_cross_init needs --mutual_init (the second bi-encoder).")
