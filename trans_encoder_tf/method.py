@@ -36,7 +36,7 @@ from common.training import registry
 from common.training.config import OptimizerSection, TrainConfig
 from common.training.loop import LoopConfig, weights_fingerprint
 from common.training.phases import PhaseRunner
-from common.training.runs import RunContext, RunOutcome, seeded, write_weights
+from common.training.runs import RunContext, RunOutcome, pretrained_weights_prefix, seeded, write_weights
 from common.training.schedules import make_optimizer
 from trans_encoder_tf.config import DEFAULTS, TransEncoderOptions
 from trans_encoder_tf.data import load_pairs
@@ -65,8 +65,6 @@ def start_spec(config: TrainConfig, kind: str, member: str) -> str:
 
 def _artifact_encoder(path: str, max_seq_len: int, config: TrainConfig) -> SentenceEncoder:
     """The (bi-)encoder of a run trained by this toolkit (its `weights/` and `config.json`)."""
-    from common.training.runs import pretrained_weights_prefix
-
     prefix, saved = pretrained_weights_prefix(path, config.run.artifacts_dir)
     enc = saved["encoder"]
     encoder = build_encoder(EncoderConfig(spec=enc["spec"], max_seq_len=max_seq_len, pooling=enc["pooling"],

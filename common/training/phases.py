@@ -91,13 +91,14 @@ class PhaseRunner:
         paths = RunPaths(ctx.paths.run_id, artifacts.join(ctx.paths.log_dir, name), self.directory(name),
                          ctx.paths.model_dir)
         offset = self.offset
-        after_step = None
-        if ctx.after_step is not None:
-            def after_step(step, m):
-                ctx.after_step(offset + step, m)
+
+        def after_step(step, m):
+            ctx.after_step(offset + step, m)
+
         logging.info("Phase %s: %d steps (run steps %d-%d).", name, loop.total_steps, offset + 1,
                      offset + loop.total_steps)
-        return run_training(model, make_dataset, ctx.strategy, loop, paths, ctx.chief, on_epoch_end, after_step)
+        return run_training(model, make_dataset, ctx.strategy, loop, paths, ctx.chief, on_epoch_end,
+                            after_step if ctx.after_step is not None else None)
 
     def complete(self, name: str, weights: tf.train.Checkpoint, steps: int, record: Dict[str, Any]) -> None:
         """Marks phase `name` finished: final weights, then `done.json`, then its
