@@ -131,19 +131,15 @@ def train_config_from_flags(flag_values: flags.FlagValues, owners: Dict[str, Lis
     given = given_settings(flag_values, list(owners))
     method = flag_values["method"].value
     if given.get("resume"):
-        from common.training.runs import RESUME_MAY_CHANGE, load_run_config
+        from common.training.runs import load_run_config, resume_changes
 
         saved = load_run_config(flag_values["artifacts_dir"].value or RunSection.artifacts_dir, given["resume"])
         if flag_values["method"].present and method != saved.method:
             raise ValueError(f"--resume={given['resume']} is a {saved.method} run, not --method={method}; "
                              "resume without --method.")
-        refused = sorted(set(given) - set(RESUME_MAY_CHANGE))
-        if refused:
-            raise ValueError(
-                f"--resume={given['resume']} continues the run with its saved settings; "
-                f"{', '.join('--' + n for n in refused)} cannot change on resume. A resumed run may change only "
-                f"{', '.join('--' + n for n in RESUME_MAY_CHANGE[1:])}; start a new run for the others.")
-        return saved.replace(**given)
+        resumed = saved.replace(**given)
+        resume_changes(saved, resumed)  # refuses, naming them, the settings a resumed run may not change
+        return resumed
     unused = [name for name in given if method not in owners[name]]
     if unused:
         details = "; ".join(f"--{n} is a setting of {', '.join(owners[n])}" for n in unused)

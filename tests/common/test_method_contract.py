@@ -114,7 +114,7 @@ def test_flags_given_with_resume_are_refused_not_ignored(tmp_path):
                     "--train_epochs=3"])
     assert (lower.optimizer.train_lr, lower.run.train_epochs, lower.run.batch_size) == (1e-5, 3, 64)
     # ... the others are refused, never silently ignored.
-    with pytest.raises(ValueError, match=r"--batch_size cannot change on resume"):
+    with pytest.raises(ValueError, match=r"keeps the run's saved settings; it cannot change --batch_size"):
         _parse(["--resume=20260101-000000", f"--artifacts_dir={tmp_path}", "--batch_size=4"])
     with pytest.raises(ValueError, match=r"is a simcse run, not --method=pause"):
         _parse(["--resume=20260101-000000", f"--artifacts_dir={tmp_path}", "--method=pause"])
