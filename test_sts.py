@@ -10,8 +10,6 @@ scores each pair with a cross-encoder ((sentence1, sentence2) -> score).
 
 from __future__ import annotations
 
-import sys
-
 from absl import app, flags
 
 from common import cli  # first: it quiets TensorFlow's start-up
@@ -31,19 +29,16 @@ FLAGS = flags.FLAGS
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    try:
-        if FLAGS.mode == "cross":
-            scorer = resolve_cross_model(FLAGS.model, FLAGS.artifacts_dir, FLAGS.model_location, FLAGS.gcs_bucket)
-            name, source = scorer.name, scorer.source
-            results = evaluate_sts_pairs(lambda a, b: scorer.score(a, b, FLAGS.batch_size), FLAGS.data_path)
-        else:
-            embedder = resolve_model(FLAGS.model, FLAGS.artifacts_dir, FLAGS.model_location, FLAGS.gcs_bucket,
-                                     FLAGS.max_seq_len)
-            name, source = embedder.name, embedder.source
-            results = evaluate_sts(lambda s: embedder.embed(s, FLAGS.batch_size), FLAGS.data_path)
-    except (ValueError, FileNotFoundError) as e:
-        sys.stderr.write(f"test_sts.py: {e}\n")
-        return 2
+    # A user error (unknown model, wrong mode, missing data) ends in cli.run as one line, exit 2.
+    if FLAGS.mode == "cross":
+        scorer = resolve_cross_model(FLAGS.model, FLAGS.artifacts_dir, FLAGS.model_location, FLAGS.gcs_bucket)
+        name, source = scorer.name, scorer.source
+        results = evaluate_sts_pairs(lambda a, b: scorer.score(a, b, FLAGS.batch_size), FLAGS.data_path)
+    else:
+        embedder = resolve_model(FLAGS.model, FLAGS.artifacts_dir, FLAGS.model_location, FLAGS.gcs_bucket,
+                                 FLAGS.max_seq_len)
+        name, source = embedder.name, embedder.source
+        results = evaluate_sts(lambda s: embedder.embed(s, FLAGS.batch_size), FLAGS.data_path)
     results = {"model": name, "source": source, "mode": FLAGS.mode, **results}
     stem = f"sts_{name}" if FLAGS.mode == "bi" else f"sts_{name}_{FLAGS.mode}"
     out_dir = artifacts.test_dir(FLAGS.artifacts_dir)
