@@ -13,10 +13,12 @@ import datetime
 import json
 import os
 import re
+import socket
 import uuid
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import tensorflow as tf
+from absl import logging
 
 RUN_ID_FORMAT = "%Y%m%d-%H%M%S"
 RUN_ID_PATTERN = re.compile(r"^\d{8}-\d{6}$")
@@ -89,27 +91,102 @@ def new_run_id(artifacts_dir: str, now: Optional[datetime.datetime] = None, max_
     raise RuntimeError(f"No free run ID in {artifacts_dir} within {max_tries} s of {now}.")
 
 
-def write_atomically(final_dir: str, write: Callable[[str], None]) -> str:
-    """Calls `write(tmp_dir)` and renames the result to `final_dir`.
+class ArtifactWriteError(OSError):
+    """An artifact could not be written (disk full, read-only or unreachable
+    destination); nothing half-written was left behind."""
 
-    A crash leaves only a `.tmp-*` sibling, never a half-written `final_dir`.
+
+TMP_PREFIX = ".tmp-"
+_OWNER_FILE = ".owner.json"
+
+
+def write_atomically(final_dir: str, write: Callable[[str], None]) -> str:
+    """Calls `write(tmp_dir)` on a new temporary directory and renames it to `final_dir`.
+
+    The temporary directory `.tmp-<name>-<hex>` beside `final_dir` holds an
+    owner record (host and process) while it is written, so that a later start
+    can tell the leftover of a killed writer (`stale_temporaries`) from one in
+    progress. A failure removes it; only a kill -9 can leave it behind.
 
     Raises:
         FileExistsError: if `final_dir` exists (artifacts are never overwritten).
+        ArtifactWriteError: if writing or renaming failed (disk full, read-only
+            or unreachable destination); the temporary directory is removed.
     """
     if tf.io.gfile.exists(final_dir):
         raise FileExistsError(f"Refusing to overwrite {final_dir}")
     parent, name = final_dir.rstrip("/").rsplit("/", 1) if "/" in final_dir else (".", final_dir)
-    tf.io.gfile.makedirs(parent)
-    tmp = join(parent, f".tmp-{name}-{uuid.uuid4().hex[:8]}")
+    tmp = join(parent, f"{TMP_PREFIX}{name}-{uuid.uuid4().hex[:8]}")
     try:
+        tf.io.gfile.makedirs(tmp)
+        owner = join(tmp, _OWNER_FILE)
+        with tf.io.gfile.GFile(owner, "w") as f:
+            json.dump({"host": socket.gethostname(), "pid": os.getpid()}, f)
         write(tmp)
+        tf.io.gfile.remove(owner)
         tf.io.gfile.rename(tmp, final_dir, overwrite=False)
-    except BaseException:
-        if tf.io.gfile.exists(tmp):
-            tf.io.gfile.rmtree(tmp)
+    except BaseException as e:
+        try:
+            if tf.io.gfile.exists(tmp):
+                tf.io.gfile.rmtree(tmp)
+        except (OSError, tf.errors.OpError) as cleanup:
+            logging.warning("Could not remove %s after a failed write: %s", tmp, cleanup)
+        if isinstance(e, (OSError, tf.errors.OpError)) and not isinstance(e, FileExistsError):
+            reason = getattr(e, "message", None) or str(e)
+            raise ArtifactWriteError(f"Could not write {final_dir}: {' '.join(reason.split())}; nothing was "
+                                     "left half-written.") from e
         raise
     return final_dir
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stale_temporaries(parent: str, remove: bool = True) -> List[str]:
+    """The `.tmp-*` directories under `parent` left by writers that were killed.
+
+    One whose owner record names this host and a process that no longer runs is
+    removed (with `remove`) and logged; one of another host, or without an owner
+    record (a writer killed before it wrote one), is only reported, since it may
+    still be in progress elsewhere.
+
+    Returns:
+        The paths of the stale directories that remain (reported, not removed).
+    """
+    try:
+        names = tf.io.gfile.listdir(parent) if tf.io.gfile.isdir(parent) else []
+    except tf.errors.OpError:
+        return []
+    left = []
+    for name in sorted(n.rstrip("/") for n in names if n.startswith(TMP_PREFIX)):
+        path = join(parent, name)
+        owner_file = join(path, _OWNER_FILE)
+        owner = None
+        if tf.io.gfile.exists(owner_file):
+            try:
+                with tf.io.gfile.GFile(owner_file) as f:
+                    owner = json.load(f)
+            except (ValueError, tf.errors.OpError):
+                owner = None
+        if owner and owner.get("host") == socket.gethostname() and not _pid_alive(int(owner.get("pid", -1))):
+            if remove:
+                tf.io.gfile.rmtree(path)
+                logging.warning("Removed %s: the temporary directory of a writer (process %s) that was killed "
+                                "while publishing.", path, owner.get("pid"))
+                continue
+        elif owner and owner.get("host") == socket.gethostname():
+            continue  # its writer is still running
+        logging.warning("Found %s, a temporary directory of a writer %s; if no run is publishing there, delete "
+                        "it.", path, f"on host {owner.get('host')}" if owner else "killed before it recorded itself")
+        left.append(path)
+    return left
 
 
 def write_json(path: str, obj: Dict[str, Any]) -> None:

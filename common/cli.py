@@ -55,8 +55,11 @@ flags.DEFINE_bool("verbose", False, "Show the traceback of a user error, and Ten
 def _io_errors():
     import tensorflow as tf
 
-    # gs:// and other file-system failures (no network, no such bucket, no permission).
-    return (tf.errors.NotFoundError, tf.errors.PermissionDeniedError, tf.errors.FailedPreconditionError,
+    from common.artifacts import ArtifactWriteError
+
+    # gs:// and other file-system failures (no network, no such bucket, no permission), and
+    # an artifact that could not be written (disk full, read-only destination).
+    return (ArtifactWriteError, tf.errors.NotFoundError, tf.errors.PermissionDeniedError, tf.errors.FailedPreconditionError,
             tf.errors.UnavailableError, tf.errors.UnauthenticatedError, tf.errors.DeadlineExceededError)
 
 

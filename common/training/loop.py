@@ -6,12 +6,18 @@ can: resume an interrupted run from its last checkpoint and continue the data
 stream where it stopped (the dataset is rebuilt and fast-forwarded to the
 restored step); checkpoint every N steps; write TensorBoard scalars; and stop on
 a non-finite loss while keeping the last good checkpoint.
+
+The chief shows a progress bar (steps, loss, rate, time left) when stderr is a
+terminal, and logs the same every `log_every` steps. Training time adds up over
+the pieces of a resumed run: `progress.json` beside the checkpoints records the
+seconds spent up to each checkpoint.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import math
 import os
 import time
@@ -87,6 +93,53 @@ def weights_fingerprint(model: keras.Model) -> str:
     return h.hexdigest()[:16]
 
 
+PROGRESS_FILE = "progress.json"
+
+
+def _seconds_before(checkpoint_dir: str, step: int) -> float:
+    """Training seconds spent before `step` by earlier pieces of the run (0 for a new run).
+
+    A piece killed between its checkpoint and the progress record counts the
+    seconds of the last step recorded before `step`.
+    """
+    path = os.path.join(checkpoint_dir, PROGRESS_FILE)
+    if not step or not tf.io.gfile.exists(path):
+        return 0.0
+    with tf.io.gfile.GFile(path) as f:
+        recorded = {int(k): v for k, v in json.load(f).items()}
+    earlier = [k for k in recorded if k <= step]
+    return float(recorded[max(earlier)]) if earlier else 0.0
+
+
+def _record_progress(checkpoint_dir: str, step: int, seconds: float) -> None:
+    path = os.path.join(checkpoint_dir, PROGRESS_FILE)
+    progress = {}
+    if tf.io.gfile.exists(path):
+        with tf.io.gfile.GFile(path) as f:
+            progress = json.load(f)
+    progress[str(step)] = round(seconds, 2)
+    artifacts.write_json(path, progress)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+def _progress_bar(chief: bool, start: int, total: int):
+    """A tqdm bar over the steps on the chief when stderr is a terminal (else a no-op bar)."""
+    import sys
+
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=start, unit="step", dynamic_ncols=True, file=sys.stderr,
+                disable=None if chief else True, desc="training")
+
+
 def _learning_rate(optimizer) -> float:
     lr = optimizer.learning_rate
     return float(lr.numpy() if hasattr(lr, "numpy") else lr)
@@ -113,7 +166,8 @@ def run_training(model: keras.Model, make_dataset: Callable[[int], tf.data.Datas
             its checkpoint (tests use it to interrupt a run).
 
     Returns:
-        The last logged metrics, plus `step` and `seconds`.
+        The last logged metrics, plus `step` and `seconds` (training time of
+        the whole run, all pieces of a resumed run together).
 
     Raises:
         NonFiniteLossError: when the loss becomes NaN/inf (the last good
@@ -132,9 +186,10 @@ def run_training(model: keras.Model, make_dataset: Callable[[int], tf.data.Datas
         checkpoint.restore(latest).assert_existing_objects_matched()
         start = int(model.optimizer.iterations.numpy())
         logging.info("Resumed %s from %s at step %d.", paths.run_id, latest, start)
+    before = _seconds_before(paths.checkpoint_dir, start)
     if start >= loop.total_steps:
         logging.info("Run %s already finished (%d steps).", paths.run_id, start)
-        return {"step": start, "seconds": 0.0}
+        return {"step": start, "seconds": before}
     model.make_train_function()
     train_fn = model.train_function
     iterator = iter(strategy.experimental_distribute_dataset(make_dataset(start)))
@@ -142,35 +197,45 @@ def run_training(model: keras.Model, make_dataset: Callable[[int], tf.data.Datas
     began, logs, last_good = time.time(), {}, latest
     for metric in model.metrics:
         metric.reset_state()
-    for step in range(start + 1, loop.total_steps + 1):
-        out = train_fn(iterator)
-        loss = _scalar(out["loss"])
-        if not math.isfinite(loss):
-            raise NonFiniteLossError(
-                f"Run {paths.run_id}: the loss became {loss} at step {step}; training stopped. "
-                f"Last good checkpoint: {last_good or 'none (no checkpoint yet: a resume starts from step 0)'}."
-            )
-        if step % loop.log_every == 0 or step == loop.total_steps:
-            logs = {k: _scalar(v) for k, v in out.items()}
-            logs["learning_rate"] = _learning_rate(model.optimizer)
-            with writer.as_default(step=step):
-                for k, v in logs.items():
-                    tf.summary.scalar(f"train/{k}", v)
-            logging.info("step %d/%d %s", step, loop.total_steps,
-                         " ".join(f"{k}={v:.4g}" for k, v in logs.items()))
-            for metric in model.metrics:
-                metric.reset_state()
-        if step % loop.checkpoint_every == 0 or step == loop.total_steps:
-            last_good = manager.save(checkpoint_number=step)
-        if on_epoch_end and step % loop.steps_per_epoch == 0:
-            extra = on_epoch_end(step // loop.steps_per_epoch, step) or {}
-            with writer.as_default(step=step):
-                for k, v in extra.items():
-                    tf.summary.scalar(f"eval/{k}", v)
-            logs.update(extra)
-        if after_step:
-            after_step(step, model)
+    bar = _progress_bar(chief, start, loop.total_steps)
+    try:
+        for step in range(start + 1, loop.total_steps + 1):
+            out = train_fn(iterator)
+            loss = _scalar(out["loss"])
+            if not math.isfinite(loss):
+                raise NonFiniteLossError(
+                    f"Run {paths.run_id}: the loss became {loss} at step {step}; training stopped. "
+                    f"Last good checkpoint: {last_good or 'none (no checkpoint yet: a resume starts from step 0)'}."
+                )
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.4g}", refresh=False)
+            if step % loop.log_every == 0 or step == loop.total_steps:
+                logs = {k: _scalar(v) for k, v in out.items()}
+                logs["learning_rate"] = _learning_rate(model.optimizer)
+                with writer.as_default(step=step):
+                    for k, v in logs.items():
+                        tf.summary.scalar(f"train/{k}", v)
+                rate = (step - start) / max(time.time() - began, 1e-9)
+                logging.info("step %d/%d %s (%.3g steps/s, %s left)", step, loop.total_steps,
+                             " ".join(f"{k}={v:.4g}" for k, v in logs.items()), rate,
+                             _duration((loop.total_steps - step) / rate))
+                for metric in model.metrics:
+                    metric.reset_state()
+            if step % loop.checkpoint_every == 0 or step == loop.total_steps:
+                last_good = manager.save(checkpoint_number=step)
+                if chief:
+                    _record_progress(paths.checkpoint_dir, step, before + time.time() - began)
+            if on_epoch_end and step % loop.steps_per_epoch == 0:
+                extra = on_epoch_end(step // loop.steps_per_epoch, step) or {}
+                with writer.as_default(step=step):
+                    for k, v in extra.items():
+                        tf.summary.scalar(f"eval/{k}", v)
+                logs.update(extra)
+            if after_step:
+                after_step(step, model)
+    finally:
+        bar.close()
     writer.flush()
     if not chief:
         tf.io.gfile.rmtree(ckpt_dir)
-    return {**logs, "step": loop.total_steps, "seconds": round(time.time() - began, 2)}
+    return {**logs, "step": loop.total_steps, "seconds": round(before + time.time() - began, 2)}

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import logging as std_logging
 import os
 import random
 import tempfile
@@ -320,14 +321,51 @@ def train(config: TrainConfig, evaluator: Optional[Evaluator] = None, after_step
         artifacts.write_json(artifacts.join(paths.checkpoint_dir, RUN_CONFIG_FILE), config.to_dict())
     if changes.keys() - {"resume"}:
         logging.info("Run %s resumes with changed settings: %s", paths.run_id, changes)
-    logging.info("Run %s (%s): %d replica(s); %s", paths.run_id, config.method, strategy.num_replicas_in_sync, config)
-    context = RunContext(config, strategy, paths, chief, evaluator, after_step)
+    if chief:
+        artifacts.stale_temporaries(os.path.dirname(paths.model_dir.rstrip("/")))
+    with _log_file(paths.log_dir if chief else None):
+        logging.info("Run %s (%s): %d replica(s); %s", paths.run_id, config.method, strategy.num_replicas_in_sync,
+                     config)
+        return _train_and_publish(config, RunContext(config, strategy, paths, chief, evaluator, after_step),
+                                  method, prepared)
+
+
+LOG_FILE = "train.log"
+
+
+@contextlib.contextmanager
+def _log_file(log_dir: Optional[str]):
+    """Copies the run's log lines to `<log_dir>/train.log` (local log directories; a
+    gs:// run logs to the console and TensorBoard only)."""
+    if not log_dir or "://" in log_dir:
+        yield
+        return
+    os.makedirs(log_dir, exist_ok=True)
+    handler = std_logging.FileHandler(os.path.join(log_dir, LOG_FILE), encoding="utf-8")
+    handler.setFormatter(logging.PythonFormatter())
+    handler.setLevel(std_logging.INFO)
+    logger = logging.get_absl_logger()
+    verbosity = logging.get_verbosity()
+    if verbosity < logging.INFO:  # absl before its flags are parsed (library use): WARNING
+        logging.set_verbosity(logging.INFO)
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logging.set_verbosity(verbosity)
+        handler.close()
+
+
+def _train_and_publish(config: TrainConfig, context: RunContext, method, prepared) -> Dict[str, Any]:
+    paths, chief = context.paths, context.chief
+    resume_command = f"python train.py --resume={paths.run_id} --artifacts_dir={config.run.artifacts_dir}"
     try:
         outcome = method.driver(context) if method.driver else train_single_model(context, prepared)
     except NonFiniteLossError as e:
         raise NonFiniteLossError(
-            f"{e} To continue from there with a lower learning rate: python train.py --resume={paths.run_id} "
-            f"--artifacts_dir={config.run.artifacts_dir} --train_lr={config.optimizer.train_lr / 2:g}") from None
+            f"{e} To continue from there with a lower learning rate: {resume_command} "
+            f"--train_lr={config.optimizer.train_lr / 2:g}") from None
     result = {"run_id": paths.run_id, "model_dir": None, "metrics": outcome.metrics, "data": outcome.data,
               "weights_fingerprint": outcome.weights_fingerprint, "config": config}
     if paths.run_id == WORKER_RUN_ID:
@@ -336,5 +374,11 @@ def train(config: TrainConfig, evaluator: Optional[Evaluator] = None, after_step
         record = {"method": config.method, "config": config.to_dict(), "data": outcome.data,
                   "metrics": outcome.metrics, "trained_on_evaluation_data": list(outcome.trained_on_evaluation_data),
                   "weights_fingerprint": outcome.weights_fingerprint, **outcome.record}
-        result["model_dir"] = publish_artifact(paths, record, outcome.write_models)
+        try:
+            result["model_dir"] = publish_artifact(paths, record, outcome.write_models)
+        except artifacts.ArtifactWriteError as e:
+            raise artifacts.ArtifactWriteError(
+                f"{e} The trained run is safe in {paths.checkpoint_dir}: free space or make the destination "
+                f"writable, then publish it with: {resume_command}") from e
+        logging.info("Run %s published: %s", paths.run_id, result["model_dir"])
     return result

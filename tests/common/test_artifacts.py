@@ -27,17 +27,53 @@ def test_write_atomically_leaves_nothing_on_failure_and_never_overwrites(tmp_pat
     final = str(tmp_path / "model" / "X")
 
     def broken(tmp):
-        os.makedirs(tmp)
         open(os.path.join(tmp, "half"), "w").write("partial")
         raise RuntimeError("killed")
+
+    def complete(tmp):
+        open(os.path.join(tmp, "weights"), "w").write("all")
 
     with pytest.raises(RuntimeError):
         artifacts.write_atomically(final, broken)
     assert os.listdir(tmp_path / "model") == []
-    artifacts.write_atomically(final, lambda tmp: os.makedirs(tmp))
-    assert os.path.isdir(final)
+    artifacts.write_atomically(final, complete)
+    assert sorted(os.listdir(final)) == ["weights"]  # the owner record is not published
     with pytest.raises(FileExistsError):
-        artifacts.write_atomically(final, lambda tmp: os.makedirs(tmp))
+        artifacts.write_atomically(final, complete)
+
+
+@pytest.mark.parametrize("errno_, reason", [(28, "No space left on device"), (30, "Read-only file system")])
+def test_a_full_or_read_only_disk_during_a_write_leaves_nothing_and_says_so(tmp_path, errno_, reason):
+    final = str(tmp_path / "model" / "X")
+
+    def fills_the_disk(tmp):
+        open(os.path.join(tmp, "half"), "w").write("partial")
+        raise OSError(errno_, reason)
+
+    with pytest.raises(artifacts.ArtifactWriteError, match=f"Could not write .*X: .*{reason}.*nothing was left"):
+        artifacts.write_atomically(final, fills_the_disk)
+    assert os.listdir(tmp_path / "model") == []
+
+
+def test_stale_temporaries_of_killed_writers_are_removed_and_others_reported(tmp_path):
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    root = tmp_path / "model"
+    for name, owner in ((".tmp-A-1", {"host": socket.gethostname(), "pid": dead.pid}),
+                        (".tmp-B-2", {"host": socket.gethostname(), "pid": os.getpid()}),
+                        (".tmp-C-3", {"host": "another-host", "pid": 1}),
+                        (".tmp-D-4", None)):
+        os.makedirs(root / name)
+        if owner:
+            (root / name / ".owner.json").write_text(json.dumps(owner))
+    left = artifacts.stale_temporaries(str(root))
+    assert sorted(os.listdir(root)) == [".tmp-B-2", ".tmp-C-3", ".tmp-D-4"]  # A's writer is dead: removed
+    assert [os.path.basename(p) for p in left] == [".tmp-C-3", ".tmp-D-4"]  # B's writer still runs
 
 
 def test_saved_artifact_has_embedding_model_and_config(tiny_encoder, tmp_path):
