@@ -33,57 +33,77 @@ flags.DEFINE_string("data_path", "data", "Data root (downstream/, documents/gute
 flags.DEFINE_string("artifacts_dir", "artifacts/reproduce", "Where the ladder's runs and results are written.")
 flags.DEFINE_list("stages", ["pretrain", "raw", "simcse", "pause", "declutr", "trans_encoder"], "Stages to run.")
 flags.DEFINE_string("encoder", "bert_tiny", "Fresh BERT to pretrain (bert_tiny, bert_mini, ...).")
-flags.DEFINE_integer("pretrain_steps", 3000, "Masked-LM steps.")
+flags.DEFINE_integer("pretrain_steps", 1000, "Masked-LM steps (split into --pretrain_epochs; held-out loss each epoch).")
+flags.DEFINE_integer("pretrain_epochs", 4, "Masked-LM epochs (the held-out books are scored at each epoch end).")
 flags.DEFINE_integer("pretrain_batch", 64, "Masked-LM windows (of 128 tokens) per step.")
 flags.DEFINE_float("pretrain_lr", 5e-4, "Masked-LM peak learning rate.")
+flags.DEFINE_float("finetune_lr", 1e-4, "Peak learning rate of every rung trained from the pretrained model.")
 flags.DEFINE_integer("simcse_steps", 500, "SimCSE steps (unsup: 64 sentences; sup: 64 triples).")
-flags.DEFINE_integer("pause_steps", 400, "PAUSE and supervised-only steps of 64 pairs.")
+flags.DEFINE_integer("pause_steps", 300, "PAUSE and supervised-only steps of 64 pairs.")
 flags.DEFINE_list("percentages", ["1", "5", "10", "30", "100"], "Label percentages for PAUSE and supervised-only.")
 flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds of the PAUSE and supervised-only rows.")
 flags.DEFINE_integer("declutr_steps", 300, "DeCLUTR steps of 8 documents.")
-flags.DEFINE_list("senteval_tasks", ["MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC"], "SentEval tasks (fast setting).")
+flags.DEFINE_integer("te_cycles", 2, "Trans-Encoder cycles.")
+flags.DEFINE_integer("te_steps", 200, "Trans-Encoder steps per phase (caps each phase's epoch).")
+flags.DEFINE_list("senteval_tasks", ["MR", "CR", "SUBJ", "MPQA"], "SentEval tasks (fast setting).")
+flags.DEFINE_list("senteval_seeds", ["0"], "Seeds whose PAUSE and supervised-only models get SentEval too (all "
+                  "models of the other rungs do).")
 FLAGS = flags.FLAGS
 
 NLI_OFFLINE = ("senteval:dev", "senteval:test")
+PERCENT_ROWS = ("pause", "supervised")
 
 
 class Ladder:
-    """Runs (cached in their own artifacts roots) and their scores (cached in scores.json)."""
+    """Runs (cached in their own artifacts roots) and their scores (cached in scores.json).
+
+    Several ladder processes may share one root (e.g. `--stages=pause` beside
+    `--stages=simcse,declutr` once the pretraining is done): scores are merged
+    into scores.json under a file lock, each process writing only its own rows.
+    """
 
     def __init__(self, root: str, data_path: str):
         self.root, self.data_path = root, data_path
         os.makedirs(root, exist_ok=True)
         self.scores_path = os.path.join(root, "scores.json")
-        self.scores: Dict[str, Any] = json.load(open(self.scores_path)) if os.path.exists(self.scores_path) else {}
+        self.scores: Dict[str, Any] = self._load()
+        self._meta_base = dict(self.scores.get("_meta", {}))
+        self.touched: set = set()
+        self.started = time.time()
 
-    def run(self, name: str, method: str, settings: Dict[str, Any]) -> str:
+    def _load(self) -> Dict[str, Any]:
+        return json.load(open(self.scores_path)) if os.path.exists(self.scores_path) else {}
+
+    def run(self, name: str, method: str, settings: Dict[str, Any], evaluator=None) -> str:
         """Trains (or reuses, or resumes) the run `name`; returns its model directory."""
         from common.training.registry import build_config
         from common.training.runs import train
 
         root = os.path.join(self.root, "runs", name)
         models = os.path.join(root, "model")
-        done = sorted(os.listdir(models)) if os.path.isdir(models) else []
+        done = sorted(d for d in os.listdir(models) if not d.startswith(".")) if os.path.isdir(models) else []
         if done:
             return os.path.join(models, done[-1])
         ckpt = os.path.join(root, "ckpt")
         started = sorted(os.listdir(ckpt)) if os.path.isdir(ckpt) else []
-        config = build_config(method, {**settings, "data_path": self.data_path, "artifacts_dir": root,
-                                       "checkpoint_every": 100, "log_every": 50, "eval_each_epoch": False})
+        config = build_config(method, {"checkpoint_every": 100, "log_every": 25, "eval_each_epoch": False,
+                                       **settings, "data_path": self.data_path, "artifacts_dir": root})
         if started:
             logging.info("Resuming %s (%s).", name, started[-1])
             config = config.replace(resume=started[-1])
         began = time.time()
-        result = train(config)
-        self.scores.setdefault(name, {})["train_seconds"] = round(time.time() - began, 1)
-        self.scores[name]["metrics"] = result["metrics"]
-        self._save()
+        result = train(config, evaluator)
+        entry = self.scores.setdefault(name, {})
+        # A resumed run's seconds are those of its last piece; config.json has the total.
+        entry.update(train_seconds=round(time.time() - began, 1), metrics=result["metrics"],
+                     run_id=result["run_id"], settings={k: v for k, v in settings.items() if k != "model"})
+        self._save(name)
         return result["model_dir"]
 
-    def score(self, name: str, model_dir: str, pooling: str = None) -> Dict[str, Any]:
-        """STS (seven-set average, STS-B dev) and the SentEval fast average of a model, cached."""
+    def score(self, name: str, model_dir: str, pooling: str = None, senteval: bool = True) -> Dict[str, Any]:
+        """STS (seven-set average, STS-B dev) and, if `senteval`, the SentEval fast average of a model, cached."""
         entry = self.scores.setdefault(name, {})
-        if "sts_avg" in entry:
+        if "sts_avg" in entry and (not senteval or not FLAGS.senteval_tasks or "senteval_avg" in entry):
             return entry
         from common.evaluation.embedding import embed_sentences
         from common.evaluation.senteval import evaluate_senteval, get_config
@@ -93,72 +113,125 @@ class Ladder:
 
         encoder = build_encoder(EncoderConfig(spec=model_dir, pooling=pooling))
         fn = tf.function(encoder.embed_strings, input_signature=[tf.TensorSpec([None], tf.string)])
-        sts = evaluate_sts(lambda s: embed_sentences(fn, s, 128, progress=False), self.data_path)
-        entry.update(sts_avg=sts["avg"], stsb_dev=sts["stsb"]["dev"], sts=sts)
-        if FLAGS.senteval_tasks:
+        if "sts_avg" not in entry:
+            sts = evaluate_sts(lambda s: embed_sentences(fn, s, 128, progress=False), self.data_path)
+            entry.update(sts_avg=sts["avg"], stsb_dev=sts["stsb"]["dev"], sts=sts)
+        if senteval and FLAGS.senteval_tasks:
             se = evaluate_senteval(lambda s, desc: embed_sentences(fn, s, 128, progress=False), self.data_path,
                                    FLAGS.senteval_tasks, get_config("fast"), model_name=name)
             entry.update(senteval_avg=se["averages"]["downstream"]["test"],
-                         senteval={t: r for t, r in se["tasks"].items()})
-        self._save()
+                         senteval={t: r for t, r in se["tasks"].items()}, senteval_seconds=se["seconds"])
+        self._save(name)
         logging.info("%s: STS avg %.2f, STS-B dev %.2f, SentEval %s", name, entry["sts_avg"], entry["stsb_dev"],
                      entry.get("senteval_avg"))
         return entry
 
-    def _save(self) -> None:
-        tmp = self.scores_path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(self.scores, f, indent=1)
-        os.replace(tmp, self.scores_path)
+    def score_cross(self, name: str, model_dir: str) -> Dict[str, Any]:
+        """STS of a Trans-Encoder run's cross-encoder (test_sts.py --mode=cross), cached."""
+        entry = self.scores.setdefault(name, {})
+        if "sts_avg" in entry:
+            return entry
+        from common.evaluation.resolve import resolve_cross_model
+        from common.evaluation.sts import evaluate_sts_pairs
+
+        scorer = resolve_cross_model(model_dir)
+        sts = evaluate_sts_pairs(lambda a, b: scorer.score(a, b, 128, progress=False), self.data_path)
+        entry.update(sts_avg=sts["avg"], stsb_dev=sts["stsb"]["dev"], sts=sts)
+        self._save(name)
+        logging.info("%s: STS avg %.2f, STS-B dev %.2f", name, entry["sts_avg"], entry["stsb_dev"])
+        return entry
+
+    def add_wall_time(self, seconds: float) -> None:
+        """Records this invocation's seconds; the ladder's span runs from its first start to its last save."""
+        meta = self.scores.setdefault("_meta", {})
+        meta["invocation_seconds"] = round(meta.get("invocation_seconds", 0.0) + seconds, 1)
+        meta["invocations"] = meta.get("invocations", 0) + 1
+        self._save("_meta")
+
+    def _save(self, name: str) -> None:
+        import fcntl
+
+        with open(self.scores_path + ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            merged = self._load()
+            meta = merged.setdefault("_meta", {})
+            if name == "_meta":  # this invocation's seconds, added to what other processes recorded
+                ours = self.scores["_meta"]
+                meta["invocation_seconds"] = round(meta.get("invocation_seconds", 0.0) + ours["invocation_seconds"]
+                                                   - self._meta_base.get("invocation_seconds", 0.0), 1)
+                meta["invocations"] = meta.get("invocations", 0) + 1
+            else:
+                self.touched.add(name)
+                merged.update({k: self.scores[k] for k in self.touched})
+            meta.setdefault("started", self.started)
+            meta["started"] = min(meta["started"], self.started)
+            meta["updated"] = time.time()
+            self.scores = merged
+            tmp = self.scores_path + f".tmp{os.getpid()}"
+            with open(tmp, "w") as f:
+                json.dump(self.scores, f, indent=1)
+            os.replace(tmp, self.scores_path)
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    from common.training import registry
+
     ladder = Ladder(FLAGS.artifacts_dir, FLAGS.data_path)
     stages = set(FLAGS.stages)
     began = time.time()
+    epochs = FLAGS.pretrain_epochs
     raw = ladder.run("pretrain", "mlm", dict(
-        model=FLAGS.encoder, batch_size=FLAGS.pretrain_batch, train_epochs=1,
-        train_steps_per_epoch=FLAGS.pretrain_steps, train_lr=FLAGS.pretrain_lr))
+        model=FLAGS.encoder, batch_size=FLAGS.pretrain_batch, train_epochs=epochs,
+        train_steps_per_epoch=FLAGS.pretrain_steps // epochs, train_lr=FLAGS.pretrain_lr, eval_each_epoch=True,
+        checkpoint_every=50))
+    lr = FLAGS.finetune_lr
     if "raw" in stages:
         ladder.score("raw (mean)", raw, pooling="mean")
         ladder.score("raw (CLS)", raw, pooling="cls")
-    unsup_settings = dict(model=raw, train_steps_per_epoch=FLAGS.simcse_steps)
+    unsup_settings = dict(model=raw, train_lr=lr, train_steps_per_epoch=FLAGS.simcse_steps)
     if "simcse" in stages:
-        unsup = ladder.run("simcse unsup", "simcse", unsup_settings)
-        ladder.score("simcse unsup", unsup)
+        ladder.score("simcse unsup", ladder.run("simcse unsup", "simcse", unsup_settings))
         sup = ladder.run("simcse sup", "simcse", dict(model=raw, simcse_mode="sup", train_data=NLI_OFFLINE,
-                                                      batch_size=64, train_epochs=1,
+                                                      batch_size=64, train_epochs=1, train_lr=lr,
                                                       train_steps_per_epoch=FLAGS.simcse_steps))
         ladder.score("simcse sup", sup)
     if "pause" in stages:
         common = dict(model=raw, train_data=NLI_OFFLINE, batch_size=64, max_seq_len=64, train_epochs=4,
-                      train_steps_per_epoch=FLAGS.pause_steps // 4)
+                      train_lr=lr, train_steps_per_epoch=FLAGS.pause_steps // 4)
         for seed in FLAGS.seeds:
             for pct in FLAGS.percentages:
                 for kind, extra in (("pause", {}), ("supervised", dict(annealing="off", labeled_batch_fraction=1.0))):
                     name = f"{kind} {pct}% seed {seed}"
-                    ladder.score(name, ladder.run(name, "pause", dict(common, seed=int(seed),
-                                                                      pos_sample_prec=float(pct), **extra)))
+                    model = ladder.run(name, "pause", dict(common, seed=int(seed), pos_sample_prec=float(pct), **extra))
+                    ladder.score(name, model, senteval=seed in FLAGS.senteval_seeds)
         name = "pause 5% per-epoch annealing seed 0"
         ladder.score(name, ladder.run(name, "pause", dict(common, pos_sample_prec=5.0, annealing="per_epoch")))
     if "declutr" in stages:
-        spans = dict(model=raw, batch_size=8, max_seq_len=128, min_span_len=16, max_span_len=96,
+        spans = dict(model=raw, batch_size=8, max_seq_len=128, min_span_len=16, max_span_len=96, train_lr=lr,
                      train_steps_per_epoch=FLAGS.declutr_steps)
         for name, extra in (("declutr contrastive + MLM", {}), ("declutr contrastive only", dict(mlm=False)),
                             ("declutr MLM only", dict(contrastive=False))):
             ladder.score(name, ladder.run(name, "declutr", dict(spans, **extra)))
-    from common.training import registry
-
     if "trans_encoder" in stages and "trans_encoder" in registry.methods():
-        logging.info("Trans-Encoder is registered; its rung runs from the SimCSE unsup model.")
+        from common.evaluation.evaluators import StsbDevEvaluator
+
+        start = ladder.run("simcse unsup", "simcse", unsup_settings)
+        # The official protocol selects the best cycle on STS-B dev (labels used for nothing else).
         te = ladder.run("trans_encoder", "trans_encoder",
-                        dict(model=ladder.run("simcse unsup", "simcse", unsup_settings)))
-        ladder.score("trans_encoder (bi)", te)
-    print(report(ladder.scores))
+                        dict(model=start, cycles=FLAGS.te_cycles, train_epochs=1, train_steps_per_epoch=FLAGS.te_steps,
+                             train_lr=lr, cross_lr=lr, eval_each_epoch=True),
+                        evaluator=StsbDevEvaluator(FLAGS.data_path, progress=False))
+        ladder.score("trans_encoder bi", te)
+        ladder.score_cross("trans_encoder cross", te)
+    ladder.add_wall_time(time.time() - began)
+    results = write_results(ladder.scores, FLAGS.artifacts_dir)
+    print(results)
     print(f"wall time this invocation: {time.time() - began:.0f} s")
 
+
+# === Results: table, claims, plots ===
 
 def _mean_std(values: List[float]) -> str:
     import numpy as np
@@ -166,18 +239,182 @@ def _mean_std(values: List[float]) -> str:
     return f"{np.mean(values):.2f} ± {np.std(values):.2f}" if len(values) > 1 else f"{values[0]:.2f}"
 
 
-def report(scores: Dict[str, Any]) -> str:
-    """The results table (PAUSE and supervised-only rows as mean ± std over seeds)."""
-    lines = ["| model | STS avg | STS-B dev | SentEval avg |", "| --- | --- | --- | --- |"]
+def _groups(scores: Dict[str, Any]) -> Dict[str, List[Dict[str, Any]]]:
     groups: Dict[str, List[Dict[str, Any]]] = {}
     for name, entry in scores.items():
-        if "sts_avg" in entry:
+        if isinstance(entry, dict) and "sts_avg" in entry:
             groups.setdefault(name.split(" seed ")[0], []).append(entry)
-    for name, entries in groups.items():
-        cells = [_mean_std([e[k] for e in entries]) if all(e.get(k) is not None for e in entries) else "-"
-                 for k in ("sts_avg", "stsb_dev", "senteval_avg")]
-        lines.append(f"| {name} ({len(entries)} seed{'s' if len(entries) > 1 else ''}) | " + " | ".join(cells) + " |")
+    return groups
+
+
+def report(scores: Dict[str, Any]) -> str:
+    """The results table (PAUSE and supervised-only rows as mean ± std over seeds)."""
+    lines = ["| model | seeds | STS avg | STS-B dev | SentEval avg | train s |", "| --- | --- | --- | --- | --- | --- |"]
+    for name, entries in _groups(scores).items():
+        cells = []
+        for key in ("sts_avg", "stsb_dev", "senteval_avg"):
+            values = [e[key] for e in entries if e.get(key) is not None]
+            note = f" ({len(values)} seed)" if 0 < len(values) < len(entries) else ""
+            cells.append(_mean_std(values) + note if values else "-")
+        seconds = [e["train_seconds"] for e in entries if "train_seconds" in e]
+        cells.append(f"{sum(seconds) / len(seconds):.0f}" if seconds else "-")
+        lines.append(f"| {name} | {len(entries)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _mean(groups, name: str, key: str = "sts_avg"):
+    import numpy as np
+
+    values = [e[key] for e in groups.get(name, []) if e.get(key) is not None]
+    return float(np.mean(values)) if values else None
+
+
+def claims(scores: Dict[str, Any]) -> List[str]:
+    """Each paper claim as one line: held / did not hold / not run, with the numbers (STS avg)."""
+    g = _groups(scores)
+    m = lambda name: _mean(g, name)  # noqa: E731
+    out = []
+
+    def line(claim: str, held, detail: str) -> None:
+        verdict = "not run" if held is None else ("HELD" if held else "DID NOT HOLD")
+        out.append(f"- {claim}: **{verdict}** ({detail})")
+
+    pcts = [p for p in FLAGS.percentages if float(p) <= 30]
+    pairs = [(p, m(f"pause {p}%"), m(f"supervised {p}%")) for p in pcts]
+    if all(a is not None and b is not None for _, a, b in pairs) and pairs:
+        line("PAUSE >= supervised-only at every label percentage <= 30 %", all(a >= b for _, a, b in pairs),
+             "; ".join(f"{p} %: {a:.2f} vs {b:.2f}" for p, a, b in pairs))
+    else:
+        line("PAUSE >= supervised-only at every label percentage <= 30 %", None, "rows missing")
+    p5, s100 = m("pause 5%"), m("supervised 100%")
+    line("PAUSE at 5 % within 2 points of supervised at 100 %", None if p5 is None or s100 is None else
+         abs(p5 - s100) <= 2.0 or p5 > s100, f"{p5} vs {s100}" if p5 is None or s100 is None else
+         f"{p5:.2f} vs {s100:.2f}")
+    raw = max([v for v in (m("raw (mean)"), m("raw (CLS)")) if v is not None], default=None)
+    un, sup = m("simcse unsup"), m("simcse sup")
+    line("SimCSE unsup far (>= 5 points) above the raw model", None if un is None or raw is None else un >= raw + 5,
+         f"{un} vs {raw}" if un is None or raw is None else f"{un:.2f} vs best raw pooling {raw:.2f}")
+    line("SimCSE sup above SimCSE unsup", None if un is None or sup is None else sup > un,
+         f"{sup} vs {un}" if un is None or sup is None else f"{sup:.2f} vs {un:.2f}")
+    both, con, mlm = m("declutr contrastive + MLM"), m("declutr contrastive only"), m("declutr MLM only")
+    line("DeCLUTR (contrastive + MLM) above the raw model", None if both is None or raw is None else both > raw,
+         f"{both} vs {raw}" if both is None or raw is None else f"{both:.2f} vs {raw:.2f}")
+    line("DeCLUTR contrastive + MLM above contrastive only and MLM only",
+         None if None in (both, con, mlm) else both > max(con, mlm),
+         f"{both}, {con}, {mlm}" if None in (both, con, mlm) else f"{both:.2f} vs {con:.2f} and {mlm:.2f}")
+    bi, cross = m("trans_encoder bi"), m("trans_encoder cross")
+    line("Trans-Encoder bi-encoder above its SimCSE start", None if bi is None or un is None else bi > un,
+         f"{bi} vs {un}" if bi is None or un is None else f"{bi:.2f} vs {un:.2f}")
+    line("Trans-Encoder cross-encoder above its SimCSE start", None if cross is None or un is None else cross > un,
+         f"{cross} vs {un}" if cross is None or un is None else f"{cross:.2f} vs {un:.2f}")
+    return out
+
+
+def _scalars(run_root: str, tag: str):
+    """(steps, values) of a scalar in a run's TensorBoard event files (all pieces of a resumed run)."""
+    import glob
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    points = {}
+    for events in sorted(glob.glob(os.path.join(run_root, "log", "*", "*", "events.*"))
+                         + glob.glob(os.path.join(run_root, "log", "*", "events.*"))):
+        acc = EventAccumulator(os.path.dirname(events), size_guidance={"scalars": 0, "tensors": 0})
+        acc.Reload()
+        if tag in acc.Tags().get("scalars", []):
+            points.update({e.step: e.value for e in acc.Scalars(tag)})
+        elif tag in acc.Tags().get("tensors", []):
+            import tensorflow as tf
+
+            points.update({e.step: float(tf.make_ndarray(e.tensor_proto)) for e in acc.Tensors(tag)})
+    steps = sorted(points)
+    return steps, [points[s] for s in steps]
+
+
+def plot(scores: Dict[str, Any], root: str) -> List[str]:
+    """sts_vs_labels.png (PAUSE vs supervised-only, mean ± std over seeds) and training_curves.png."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    written = []
+    g = _groups(scores)
+    pcts = [p for p in FLAGS.percentages if g.get(f"pause {p}%") and g.get(f"supervised {p}%")]
+    if pcts:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for kind, marker in (("pause", "o"), ("supervised", "s")):
+            values = [[e["sts_avg"] for e in g[f"{kind} {p}%"]] for p in pcts]
+            ax.errorbar([float(p) for p in pcts], [np.mean(v) for v in values], yerr=[np.std(v) for v in values],
+                        marker=marker, capsize=3, label="PAUSE" if kind == "pause" else "supervised-only")
+        for name, style in (("simcse unsup", ":"), ("raw (mean)", "--")):
+            if g.get(name):
+                ax.axhline(g[name][0]["sts_avg"], linestyle=style, color="grey", label=name)
+        ax.set_xscale("log")
+        ax.set_xticks([float(p) for p in pcts], [f"{p}%" for p in pcts])
+        ax.set_xlabel("labelled NLI pairs kept")
+        ax.set_ylabel("STS avg (Spearman x100, 7 sets)")
+        ax.set_title("PAUSE vs supervised-only from the pretrained BERT-tiny")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = os.path.join(root, "sts_vs_labels.png")
+        fig.savefig(path, dpi=120)
+        written.append(path)
+        plt.close(fig)
+    curves = [("pretrain", "train/loss", "masked-LM loss"), ("pretrain", "eval/heldout_loss", "held-out masked-LM loss"),
+              ("pretrain", "eval/heldout_accuracy", "held-out masked-LM accuracy"),
+              ("simcse unsup", "train/loss", "SimCSE unsup loss"), ("simcse sup", "train/loss", "SimCSE sup loss"),
+              ("pause 5% seed 0", "train/loss", "PAUSE 5 % loss"),
+              ("supervised 5% seed 0", "train/loss", "supervised-only 5 % loss"),
+              ("declutr contrastive + MLM", "train/loss", "DeCLUTR contrastive + MLM loss")]
+    panels = []
+    for run, tag, label in curves:
+        run_root = os.path.join(root, "runs", run)
+        if os.path.isdir(run_root):
+            steps, values = _scalars(run_root, tag)
+            if steps:
+                panels.append((label, steps, values))
+    if panels:
+        cols = 3
+        rows = (len(panels) + cols - 1) // cols
+        fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False)
+        for ax, (label, steps, values) in zip(axes.flat, panels):
+            ax.plot(steps, values, marker="." if len(steps) < 20 else None)
+            ax.set_title(label, fontsize=9)
+            ax.set_xlabel("step", fontsize=8)
+        for ax in list(axes.flat)[len(panels):]:
+            ax.axis("off")
+        fig.tight_layout()
+        path = os.path.join(root, "training_curves.png")
+        fig.savefig(path, dpi=100)
+        written.append(path)
+        plt.close(fig)
+    return written
+
+
+def write_results(scores: Dict[str, Any], root: str) -> str:
+    """results.md in the artifacts root: table, claim lines, pretraining throughput, plots."""
+    lines = [report(scores), "", *claims(scores)]
+    pre = scores.get("pretrain", {})
+    if "train_seconds" in pre:
+        s = pre["settings"]
+        tokens = s["batch_size"] * s["train_epochs"] * s["train_steps_per_epoch"] * 128
+        lines += ["", f"Pretraining: {s['train_epochs'] * s['train_steps_per_epoch']} steps of {s['batch_size']} "
+                      f"windows of 128 tokens ({tokens / 1e6:.2f} M tokens) in {pre['train_seconds']:.0f} s "
+                      f"({tokens / pre['train_seconds']:.0f} tokens/s, this invocation's piece of the run); "
+                      f"final metrics {pre.get('metrics')}"]
+    meta = scores.get("_meta", {})
+    if meta.get("updated"):
+        lines.append(f"Ladder wall time: {meta['updated'] - meta['started']:.0f} s from its first start to its last "
+                     f"result ({meta.get('invocations', 0)} finished invocation(s), "
+                     f"{meta.get('invocation_seconds', 0):.0f} s of process time together, parallel ones "
+                     "overlapping).")
+    lines += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in plot(scores, root)]
+    text = "\n".join(lines)
+    with open(os.path.join(root, "results.md"), "w") as f:
+        f.write(text + "\n")
+    return text
 
 
 if __name__ == "__main__":

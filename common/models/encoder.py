@@ -377,9 +377,12 @@ def _artifact_encoder(path: str, config: EncoderConfig) -> SentenceEncoder:
     prefix = tf.train.latest_checkpoint(_join(path, WEIGHTS_SUBDIR))
     if prefix is None:
         raise FileNotFoundError(f"{path}/{WEIGHTS_SUBDIR}: no weights checkpoint; expected a model trained by train.py.")
-    status = tf.train.Checkpoint(model=tf.train.Checkpoint(encoder=encoder)).read(prefix).expect_partial()
-    status.assert_existing_objects_matched()
     names = [name for name, _ in tf.train.list_variables(prefix)]
+    layers = tf.train.Checkpoint(encoder=encoder)
+    if not any(n.startswith("model/encoder/") for n in names) and any(n.startswith("model/bi_encoder/") for n in names):
+        layers = tf.train.Checkpoint(bi_encoder=layers)  # a Trans-Encoder run: its bi-encoder beside the cross
+    status = tf.train.Checkpoint(model=layers).read(prefix).expect_partial()
+    status.assert_existing_objects_matched()
     encoder.pretrained_head_checkpoint = prefix if any(n.startswith("model/mlm_head/") for n in names) else None
     encoder.encoder_config = dataclasses.replace(encoder.encoder_config, spec=path)
     return encoder

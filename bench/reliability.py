@@ -1,0 +1,119 @@
+"""What a user sees when things go wrong: runs each case through the real scripts and prints the table.
+
+    .venv/bin/python -m bench.reliability [--work_dir=/tmp/reliability]
+
+Every case is a command a user could type (tiny random BERT, synthetic data written
+under `--work_dir`); the table has the case, the last line on stderr (or the line that
+matters on stdout) and the exit code. The README's reliability table is this script's
+output. Cases that need a failure inside the process (a full disk during publishing) are
+covered by tests (tests/common/test_runs.py, tests/common/test_artifacts.py), named in
+the last rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from typing import List, Tuple
+
+from absl import app, flags
+
+flags.DEFINE_string("work_dir", "/tmp/reliability", "Scratch directory (deleted and re-created).")
+flags.DEFINE_string("data_path", "data", "Data root with SentEval's downstream/STS (for the test_sts.py cases).")
+FLAGS = flags.FLAGS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run(args: List[str], cwd: str, timeout: int = 600) -> Tuple[int, str, str, float]:
+    began = time.time()
+    proc = subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "PYTHONPATH": ROOT})
+    return proc.returncode, proc.stdout, proc.stderr, time.time() - began
+
+
+def _with(args: List[str], **settings) -> List[str]:
+    """`args` with `--name=value` replaced or added (value None removes the flag)."""
+    out = [a for a in args if not any(a.startswith(f"--{k}=") or a == f"--{k}" for k in settings)]
+    return out + [f"--{k}={v}" for k, v in settings.items() if v is not None]
+
+
+def _last(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def main(argv):
+    del argv
+    from common.data.synthetic import write_nli_jsonl, write_sentences
+
+    work = FLAGS.work_dir
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    train, test_sts = os.path.join(ROOT, "train.py"), os.path.join(ROOT, "test_sts.py")
+    sentences = write_sentences(os.path.join(work, "sentences.txt"))
+    nli = write_nli_jsonl(os.path.join(work, "nli.jsonl"))
+    art = os.path.join(work, "artifacts")
+    tiny = ["--model=tiny", "--max_seq_len=16", "--batch_size=8", f"--artifacts_dir={art}", "--noeval_each_epoch"]
+    simcse = [train, "--method=simcse", f"--train_data={sentences}", "--train_steps_per_epoch=2", "--train_epochs=1",
+              *tiny]
+    pause = [train, "--method=pause", f"--train_data={nli}", "--train_steps_per_epoch=2", "--train_epochs=1", *tiny]
+    rows = []
+
+    def case(name: str, args: List[str], show: str = "stderr") -> Tuple[int, str, str]:
+        code, out, err, seconds = _run(args, work)
+        line = _last(err) if show == "stderr" else _last(out)
+        rows.append((name, line.replace(work, "<work>").replace("|", "\\|"), code, seconds))
+        print(f"[{code}] {name}: {line}", flush=True)
+        return code, out, err
+
+    code, out, _ = case("a finished run", simcse, show="stdout")
+    run_id = sorted(os.listdir(os.path.join(art, "model")))[-1]
+    case("--model_dir that already exists (checked before training)",
+         [*simcse, f"--model_dir={os.path.join(art, 'model', run_id)}"])
+    case("--resume=<ID> alone, any method (finished run, larger --train_epochs extends it)",
+         [train, f"--resume={run_id}", f"--artifacts_dir={art}", "--train_epochs=2"], show="stdout")
+    case("--resume with a setting that cannot change (--batch_size)",
+         [train, f"--resume={run_id}", f"--artifacts_dir={art}", "--batch_size=4"])
+    case("--pos_sample_prec=0", [*pause, "--pos_sample_prec=0"])
+    case("--train_lr=-1", [*pause, "--train_lr=-1"])
+    case("--train_lr=nan", [*pause, "--train_lr=nan"])
+    case("--model=<unknown spec>", _with(simcse, model="no-such-model"))
+    case("--model=<run ID> for train.py", _with(simcse, model=run_id))
+    case("missing --train_data", _with(pause, train_data=os.path.join(work, "missing.jsonl")))
+    bad = os.path.join(work, "bad.txt")
+    with open(bad, "wb") as f:
+        f.write(b"a fine sentence\nan invalid byte \xff here\n")
+    case("a non-UTF-8 byte in --train_data", _with(simcse, train_data=bad))
+    odd = os.path.join(work, "odd.jsonl")
+    with open(odd, "w", encoding="utf-8") as f:
+        for i, line in enumerate(open(nli, encoding="utf-8")):
+            row = json.loads(line)
+            if i == 0:
+                row["sentence1"] += " with\u2028a line separator, a\x0cform feed and\x85NEL"
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    case("U+2028, U+0085 and a form feed inside a JSONL sentence (trained on)",
+         _with(pause, train_data=odd), show="stdout")
+    case("a NaN loss (--train_lr=1e30)", _with(pause, artifacts_dir=os.path.join(work, "nan"), train_lr=1e30,
+                                                train_steps_per_epoch=3))
+    case("gs:// artifacts without network", _with(simcse, artifacts_dir="gs://no-such-bucket-reliability/a"))
+    embedding = os.path.join(art, "model", run_id, "embedding")
+    case("test_sts.py --model=<artifact path> (result named after its run ID)",
+         [test_sts, f"--model={embedding}", f"--data_path={os.path.abspath(FLAGS.data_path)}",
+          f"--artifacts_dir={art}"], show="stdout")
+    case("test_sts.py --mode=cross on a bi-encoder", [test_sts, f"--model={run_id}", "--mode=cross",
+                                                      f"--artifacts_dir={art}"])
+    case("--verbose shows the traceback", [*pause, "--pos_sample_prec=0", "--verbose"])
+    print()
+    print("| case | what the user sees (last line) | exit code | seconds |")
+    print("| --- | --- | --- | --- |")
+    for name, line, code, seconds in rows:
+        print(f"| {name} | `{line}` | {code} | {seconds:.0f} |")
+
+
+if __name__ == "__main__":
+    app.run(main)
