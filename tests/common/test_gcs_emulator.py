@@ -78,7 +78,7 @@ def test_a_missing_bucket_or_model_is_a_clear_error_not_a_hang(gcs, tiny_encoder
     with pytest.raises(FileNotFoundError, match=missing):
         resolve_model("gs://no-such-bucket/model/20261122-101500")
     with pytest.raises(FileNotFoundError, match=f"no such object or directory in gs://{BUCKET}"):
-        resolve_model("20261122-101500", model_location="gcs", gcs_bucket=BUCKET)
+        resolve_model("20200101-000000", model_location="gcs", gcs_bucket=BUCKET)  # no such run
     base = {**registry.get("simcse").smoke(str(tmp_path)), "train_steps_per_epoch": 1, "eval_each_epoch": False}
     for where in ({"artifacts_dir": "gs://no-such-bucket/artifacts"},
                   {"artifacts_dir": str(tmp_path / "artifacts"), "model_dir": "gs://no-such-bucket/model/X"}):
