@@ -33,6 +33,38 @@ def join(*parts: str) -> str:
     return "/".join([parts[0].rstrip("/")] + [p.strip("/") for p in parts[1:]])
 
 
+def bucket_of(path: str) -> Optional[str]:
+    """The bucket URL of a `gs://` path (`gs://<bucket>`), or None for any other path."""
+    if not path.startswith("gs://"):
+        return None
+    return "gs://" + path[len("gs://"):].split("/", 1)[0]
+
+
+def require_bucket(path: str) -> None:
+    """Raises FileNotFoundError, naming the bucket, if `path` is in a `gs://` bucket that does not exist.
+
+    TensorFlow's `tf.io.gfile.makedirs` never returns for a path in a missing
+    bucket (it asks for the bucket again and again), so every directory an artifact
+    or a run writes is checked here first. A bucket these credentials may write to
+    but not list (HTTP 403 on the bucket itself) is let through.
+    """
+    bucket = bucket_of(path)
+    if bucket is None:
+        return
+    try:
+        found = tf.io.gfile.exists(bucket)
+    except tf.errors.PermissionDeniedError:
+        return
+    if not found:
+        raise FileNotFoundError(f"{path}: the bucket {bucket} does not exist (or these credentials cannot see it).")
+
+
+def makedirs(path: str) -> None:
+    """`tf.io.gfile.makedirs`, which fails with one clear error on a missing `gs://` bucket instead of hanging."""
+    require_bucket(path)
+    tf.io.gfile.makedirs(path)
+
+
 def model_dir(artifacts_dir: str, run_id: str) -> str:
     return join(artifacts_dir, "model", run_id)
 
@@ -71,7 +103,7 @@ def new_run_id(artifacts_dir: str, now: Optional[datetime.datetime] = None, max_
     """
     now = now or datetime.datetime.now()
     reservations = join(artifacts_dir, _RESERVATION_DIR)
-    tf.io.gfile.makedirs(reservations)
+    makedirs(reservations)
     for offset in range(max_tries):
         run_id = (now + datetime.timedelta(seconds=offset)).strftime(RUN_ID_FORMAT)
         if _id_taken(artifacts_dir, run_id):
@@ -81,7 +113,7 @@ def new_run_id(artifacts_dir: str, now: Optional[datetime.datetime] = None, max_
             # Object stores have no atomic mkdir; the existence check above is the best we can do.
             if tf.io.gfile.exists(path):
                 continue
-            tf.io.gfile.makedirs(path)
+            makedirs(path)
             return run_id
         try:
             os.mkdir(path)
@@ -118,7 +150,7 @@ def write_atomically(final_dir: str, write: Callable[[str], None]) -> str:
     parent, name = final_dir.rstrip("/").rsplit("/", 1) if "/" in final_dir else (".", final_dir)
     tmp = join(parent, f"{TMP_PREFIX}{name}-{uuid.uuid4().hex[:8]}")
     try:
-        tf.io.gfile.makedirs(tmp)
+        makedirs(tmp)
         owner = join(tmp, _OWNER_FILE)
         with tf.io.gfile.GFile(owner, "w") as f:
             json.dump({"host": socket.gethostname(), "pid": os.getpid()}, f)

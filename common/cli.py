@@ -58,9 +58,12 @@ def _io_errors():
     from common.artifacts import ArtifactWriteError
 
     # gs:// and other file-system failures (no network, no such bucket, no permission), and
-    # an artifact that could not be written (disk full, read-only destination).
+    # an artifact that could not be written (disk full, read-only destination). A gs:// request
+    # that still fails after TensorFlow's retries (a refused or unreachable connection) ends as
+    # AbortedError("All 10 retry attempts failed. The last failure: ...").
     return (ArtifactWriteError, tf.errors.NotFoundError, tf.errors.PermissionDeniedError, tf.errors.FailedPreconditionError,
-            tf.errors.UnavailableError, tf.errors.UnauthenticatedError, tf.errors.DeadlineExceededError)
+            tf.errors.UnavailableError, tf.errors.UnauthenticatedError, tf.errors.DeadlineExceededError,
+            tf.errors.AbortedError)
 
 
 def run(main: Callable) -> None:

@@ -92,6 +92,14 @@ def path_name(path: str) -> str:
     return f"{safe_name(os.path.basename(path))}-{hashlib.sha256(full.encode('utf-8')).hexdigest()[:8]}"
 
 
+def _require_gs_path(path: Optional[str]) -> None:
+    """A `gs://` model that does not exist is "not found", naming a missing bucket, rather than "not a model"."""
+    if not path or artifacts.bucket_of(path) is None or tf.io.gfile.exists(path):
+        return
+    artifacts.require_bucket(path)
+    raise FileNotFoundError(f"{path}: no such object or directory in {artifacts.bucket_of(path)}.")
+
+
 def _embedding_saved_model(path: str):
     """Loads `path`; returns its embedding function, or None if it is not one of ours."""
     loaded = tf.saved_model.load(path)
@@ -156,6 +164,7 @@ def resolve_cross_model(model: str, artifacts_dir: str = "artifacts", model_loca
         raise ValueError(f"--mode=cross needs a cross-encoder (a run ID or directory with {CROSS_SUBDIR}/, or a "
                          f"(sentence1, sentence2) -> score SavedModel); {model!r} is an encoder spec, a bi-encoder: "
                          "score it with --mode=bi.")
+    _require_gs_path(path)
     if artifacts.RUN_ID_PATTERN.match(model) or model == LATEST:
         name = path.rstrip("/").rsplit("/", 1)[-1]
     else:
@@ -205,6 +214,7 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
         FileNotFoundError: for a run ID or path that does not exist.
     """
     path = model_path(model, artifacts_dir, model_location, gcs_bucket)
+    _require_gs_path(path)
     if path is None:
         name = safe_name(model)
     elif artifacts.RUN_ID_PATTERN.match(model) or model == LATEST:

@@ -68,7 +68,7 @@ class PhaseRunner:
         """Saves an input of phase `name` (written atomically by the chief)."""
         if not self.context.chief:
             return
-        tf.io.gfile.makedirs(self.directory(name))
+        artifacts.makedirs(self.directory(name))
         buffer = io.BytesIO()
         np.save(buffer, np.asarray(array), allow_pickle=False)
         path = artifacts.join(self.directory(name), f"{key}.npy")

@@ -90,6 +90,11 @@ def resume_changes(saved: TrainConfig, config: TrainConfig) -> Dict[str, Any]:
 
 def _paths(config: TrainConfig, chief: bool) -> RunPaths:
     run = config.run
+    if chief:
+        # Before an ID is reserved: a missing gs:// bucket is one clear error, never a hang.
+        for directory in (run.artifacts_dir, run.model_dir, run.log_dir):
+            if directory:
+                artifacts.require_bucket(directory)
     if run.resume:
         run_id = run.resume
     elif chief:
@@ -317,7 +322,7 @@ def train(config: TrainConfig, evaluator: Optional[Evaluator] = None, after_step
             "there, or --model_dir names a used directory. Give --model_dir=<a new directory> (with --resume and a "
             "larger --train_epochs to extend a finished run).")
     if chief and (not config.run.resume or changes.keys() - {"resume"}):
-        tf.io.gfile.makedirs(paths.checkpoint_dir)
+        artifacts.makedirs(paths.checkpoint_dir)
         artifacts.write_json(artifacts.join(paths.checkpoint_dir, RUN_CONFIG_FILE), config.to_dict())
     if changes.keys() - {"resume"}:
         logging.info("Run %s resumes with changed settings: %s", paths.run_id, changes)
