@@ -20,6 +20,7 @@ import sys
 from absl import app, flags
 
 from common import cli  # first: it quiets TensorFlow's start-up
+from common import artifacts
 from common.evaluation.evaluators import StsbDevEvaluator
 from common.evaluation.resolve import CROSS_SUBDIR
 from common.flags import define_train_flags, train_config_from_flags
@@ -46,10 +47,14 @@ def main(argv):
     print("final: " + " ".join(f"{k}={v:.4g}" for k, v in metrics.items() if isinstance(v, float)))
     if result["model_dir"]:
         print(f"model: {result['model_dir']}")
-        print(f"next: python test_sts.py --model={result['run_id']} --data_path={config.run.data_path} "
+        # A run ID names <artifacts_dir>/model/<ID>; a model written elsewhere (--model_dir) is named by its path.
+        model = result["run_id"]
+        if result["model_dir"] != artifacts.model_dir(config.run.artifacts_dir, result["run_id"]):
+            model = result["model_dir"]
+        print(f"next: python test_sts.py --model={model} --data_path={config.run.data_path} "
               f"--artifacts_dir={config.run.artifacts_dir}")
         if os.path.isdir(os.path.join(result["model_dir"], CROSS_SUBDIR)):
-            print(f"      python test_sts.py --model={result['run_id']} --mode=cross --data_path="
+            print(f"      python test_sts.py --model={model} --mode=cross --data_path="
                   f"{config.run.data_path} --artifacts_dir={config.run.artifacts_dir}   # its cross-encoder")
     return 0
 

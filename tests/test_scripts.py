@@ -88,6 +88,18 @@ def test_train_then_load_plainly_then_score(tmp_path):
                   f"--artifacts_dir={artifacts}"], cwd=str(tmp_path))
     assert score.returncode == 0, score.stderr[-2000:]
     assert json.load(open(artifacts / "test" / f"sts_{run_id}.json"))["model"] == run_id
+    # Extending the finished run into a used --model_dir is refused before training; the advice works.
+    extend = [os.path.join(ROOT, "train.py"), f"--resume={run_id}", f"--artifacts_dir={artifacts}", "--train_epochs=2"]
+    used = _run([*extend, f"--model_dir={model_dir}"], cwd=str(tmp_path))
+    assert used.returncode == 2 and "Give --model_dir=<a new directory>" in used.stderr
+    extended = _run([*extend, f"--model_dir={tmp_path / 'extended'}"], cwd=str(tmp_path))
+    assert extended.returncode == 0, extended.stderr[-3000:]
+    assert json.load(open(tmp_path / "extended" / "config.json"))["metrics"]["step"] == 6
+    # Its "next:" command scores the extended model, not the run's first artifact.
+    command = next(line for line in extended.stdout.splitlines() if line.startswith("next: python test_sts.py"))
+    assert f"--model={tmp_path / 'extended'}" in command
+    rescore = _run([os.path.join(ROOT, "test_sts.py"), *command.split()[3:]], cwd=str(tmp_path))
+    assert rescore.returncode == 0 and "extended" in rescore.stdout, rescore.stderr[-2000:]
 
 
 def test_train_rejects_a_flag_the_method_does_not_use(tmp_path):
