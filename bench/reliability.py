@@ -75,15 +75,21 @@ def main(argv):
     run_id = sorted(os.listdir(os.path.join(art, "model")))[-1]
     case("--model_dir that already exists (checked before training)",
          [*simcse, f"--model_dir={os.path.join(art, 'model', run_id)}"])
-    case("--resume=<ID> alone, any method (finished run, larger --train_epochs extends it)",
-         [train, f"--resume={run_id}", f"--artifacts_dir={art}", "--train_epochs=2"], show="stdout")
+    extend = [train, f"--resume={run_id}", f"--artifacts_dir={art}", "--train_epochs=2"]
+    case("--resume=<ID> --train_epochs=2 on a finished run: its model exists (checked before training)", extend)
+    case("... the advice followed: --resume=<ID> alone (no --method), --train_epochs=2, --model_dir=<new>",
+         [*extend, f"--model_dir={os.path.join(work, 'extended')}"], show="stdout")
+    case("... and the printed next: command", [test_sts, f"--model={os.path.join(work, 'extended')}",
+                                               f"--data_path={os.path.abspath(FLAGS.data_path)}",
+                                               f"--artifacts_dir={art}"], show="stdout")
     case("--resume with a setting that cannot change (--batch_size)",
          [train, f"--resume={run_id}", f"--artifacts_dir={art}", "--batch_size=4"])
     case("--pos_sample_prec=0", [*pause, "--pos_sample_prec=0"])
     case("--train_lr=-1", [*pause, "--train_lr=-1"])
     case("--train_lr=nan", [*pause, "--train_lr=nan"])
     case("--model=<unknown spec>", _with(simcse, model="no-such-model"))
-    case("--model=<run ID> for train.py", _with(simcse, model=run_id))
+    case("--model=<run ID> for train.py (starts from that run's weights)", _with(simcse, model=run_id),
+         show="stdout")
     case("missing --train_data", _with(pause, train_data=os.path.join(work, "missing.jsonl")))
     bad = os.path.join(work, "bad.txt")
     with open(bad, "wb") as f:

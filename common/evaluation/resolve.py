@@ -78,8 +78,13 @@ def safe_name(text: str) -> str:
 
 def path_name(path: str) -> str:
     """A result-file name for a model given by path that no other path shares: the run ID of
-    the artifact it belongs to (`<ID>` or `<ID>/embedding`), else the folder's name and a
-    hash of the full path."""
+    the artifact it belongs to (`model/<ID>` or `model/<ID>/embedding`); for an artifact
+    written elsewhere (`--model_dir`, e.g. a run extended with --resume) the run ID, the
+    folder's name and a hash of the path; else the folder's name and a hash of the path."""
+    def digest(where: str) -> str:
+        full = where if "://" in where else os.path.abspath(where)
+        return hashlib.sha256(full.encode("utf-8")).hexdigest()[:8]
+
     path = path.rstrip("/")
     for candidate in (path, path.rsplit("/", 1)[0] if "/" in path else path):
         record = artifacts.join(candidate, "config.json")
@@ -87,9 +92,9 @@ def path_name(path: str) -> str:
             with tf.io.gfile.GFile(record) as f:
                 run_id = json.load(f).get("run_id")
             if run_id and artifacts.RUN_ID_PATTERN.match(str(run_id)):
-                return str(run_id)
-    full = path if "://" in path else os.path.abspath(path)
-    return f"{safe_name(os.path.basename(path))}-{hashlib.sha256(full.encode('utf-8')).hexdigest()[:8]}"
+                folder = os.path.basename(candidate.rstrip("/"))
+                return str(run_id) if folder == run_id else f"{run_id}-{safe_name(folder)}-{digest(candidate)}"
+    return f"{safe_name(os.path.basename(path))}-{digest(path)}"
 
 
 def _require_gs_path(path: Optional[str]) -> None:

@@ -73,3 +73,7 @@ def test_models_given_by_path_never_share_a_result_name(tiny_encoder, tmp_path):
     run_id = artifacts.new_run_id(root, now=datetime.datetime(2026, 11, 22, 10, 15))
     final = save_encoder_artifact(tiny_encoder, artifacts.model_dir(root, run_id), {"run_id": run_id})
     assert resolve_model(final).name == run_id and resolve_model(final + "/embedding").name == run_id
+    # The same run published again elsewhere (--resume --model_dir=<new>): its own name, never the first one's.
+    elsewhere = save_encoder_artifact(tiny_encoder, str(tmp_path / "extended"), {"run_id": run_id})
+    name = resolve_model(elsewhere).name
+    assert name.startswith(f"{run_id}-extended-") and name == resolve_model(elsewhere + "/embedding").name
