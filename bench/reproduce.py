@@ -39,7 +39,7 @@ flags.DEFINE_integer("pretrain_batch", 64, "Masked-LM windows (of 128 tokens) pe
 flags.DEFINE_float("pretrain_lr", 5e-4, "Masked-LM peak learning rate.")
 flags.DEFINE_float("finetune_lr", 1e-4, "Peak learning rate of every rung trained from the pretrained model.")
 flags.DEFINE_integer("simcse_steps", 500, "SimCSE steps (unsup: 64 sentences; sup: 64 triples).")
-flags.DEFINE_integer("pause_steps", 300, "PAUSE and supervised-only steps of 64 pairs.")
+flags.DEFINE_integer("pause_steps", 200, "PAUSE and supervised-only steps of 64 pairs.")
 flags.DEFINE_list("percentages", ["1", "5", "10", "30", "100"], "Label percentages for PAUSE and supervised-only.")
 flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds of the PAUSE and supervised-only rows.")
 flags.DEFINE_integer("declutr_steps", 300, "DeCLUTR steps of 8 documents.")
@@ -48,6 +48,8 @@ flags.DEFINE_integer("te_steps", 200, "Trans-Encoder steps per phase (caps each 
 flags.DEFINE_list("senteval_tasks", ["MR", "CR", "SUBJ", "MPQA"], "SentEval tasks (fast setting).")
 flags.DEFINE_list("senteval_seeds", ["0"], "Seeds whose PAUSE and supervised-only models get SentEval too (all "
                   "models of the other rungs do).")
+flags.DEFINE_list("senteval_percentages", ["5", "100"], "Label percentages whose PAUSE and supervised-only models "
+                  "get SentEval (for --senteval_seeds).")
 FLAGS = flags.FLAGS
 
 NLI_OFFLINE = ("senteval:dev", "senteval:test")
@@ -192,7 +194,9 @@ def main(argv):
         ladder.score("raw (CLS)", raw, pooling="cls")
     unsup_settings = dict(model=raw, train_lr=lr, train_steps_per_epoch=FLAGS.simcse_steps)
     if "simcse" in stages:
-        ladder.score("simcse unsup", ladder.run("simcse unsup", "simcse", unsup_settings))
+        unsup = ladder.run("simcse unsup", "simcse", unsup_settings)
+        ladder.score("simcse unsup", unsup)
+        ladder.score("simcse unsup (mean pooling)", unsup, pooling="mean", senteval=False)
         sup = ladder.run("simcse sup", "simcse", dict(model=raw, simcse_mode="sup", train_data=NLI_OFFLINE,
                                                       batch_size=64, train_epochs=1, train_lr=lr,
                                                       train_steps_per_epoch=FLAGS.simcse_steps))
@@ -205,7 +209,8 @@ def main(argv):
                 for kind, extra in (("pause", {}), ("supervised", dict(annealing="off", labeled_batch_fraction=1.0))):
                     name = f"{kind} {pct}% seed {seed}"
                     model = ladder.run(name, "pause", dict(common, seed=int(seed), pos_sample_prec=float(pct), **extra))
-                    ladder.score(name, model, senteval=seed in FLAGS.senteval_seeds)
+                    ladder.score(name, model, senteval=seed in FLAGS.senteval_seeds
+                                 and pct in FLAGS.senteval_percentages)
         name = "pause 5% per-epoch annealing seed 0"
         ladder.score(name, ladder.run(name, "pause", dict(common, pos_sample_prec=5.0, annealing="per_epoch")))
     if "declutr" in stages:
@@ -291,9 +296,10 @@ def claims(scores: Dict[str, Any]) -> List[str]:
          abs(p5 - s100) <= 2.0 or p5 > s100, f"{p5} vs {s100}" if p5 is None or s100 is None else
          f"{p5:.2f} vs {s100:.2f}")
     raw = max([v for v in (m("raw (mean)"), m("raw (CLS)")) if v is not None], default=None)
-    un, sup = m("simcse unsup"), m("simcse sup")
+    un, sup, un_mean = m("simcse unsup"), m("simcse sup"), m("simcse unsup (mean pooling)")
+    mean_note = "" if un_mean is None else f"; with mean pooling {un_mean:.2f}"
     line("SimCSE unsup far (>= 5 points) above the raw model", None if un is None or raw is None else un >= raw + 5,
-         f"{un} vs {raw}" if un is None or raw is None else f"{un:.2f} vs best raw pooling {raw:.2f}")
+         f"{un} vs {raw}" if un is None or raw is None else f"{un:.2f} vs best raw pooling {raw:.2f}{mean_note}")
     line("SimCSE sup above SimCSE unsup", None if un is None or sup is None else sup > un,
          f"{sup} vs {un}" if un is None or sup is None else f"{sup:.2f} vs {un:.2f}")
     both, con, mlm = m("declutr contrastive + MLM"), m("declutr contrastive only"), m("declutr MLM only")
