@@ -15,6 +15,7 @@ from common.data.sources import resolve_sources
 from common.data.sts import load_stsb
 from common.data.synthetic import write_nli_jsonl
 from common.models.encoder import build_encoder
+from common.models.tokenization import truncated_sentences
 from common.training import registry
 from common.training.config import TrainConfig
 from common.training.runs import encoder_config, pretrained_weights_prefix
@@ -68,6 +69,7 @@ def make_data(config: TrainConfig, model):
         pairs = read_nli_sources(resolve_sources(run.train_data, run.data_path), run.data_path)
         labels = pu_split(pairs.labels, options.pos_sample_prec, run.seed)
         info = {"pairs": len(pairs), "labelled": int((labels >= 0).sum()), "dropped_no_gold": pairs.dropped,
+                "truncated_sentences": truncated_sentences(tokenizer, pairs.premises, pairs.hypotheses),
                 "fingerprint": pairs.fingerprint()}
 
         def strings(start_step):
@@ -76,6 +78,7 @@ def make_data(config: TrainConfig, model):
     else:
         stsb = load_stsb(run.data_path, "train")
         info = {"pairs": len(stsb),
+                "truncated_sentences": truncated_sentences(tokenizer, stsb.sentences1, stsb.sentences2),
                 "fingerprint": fingerprint_rows(zip(stsb.sentences1, stsb.sentences2, stsb.scores.tolist()))}
         sampler = StreamSampler([np.arange(len(stsb))], [1.0], run.batch_size, run.seed)
 

@@ -13,6 +13,7 @@ from common.data.fingerprint import fingerprint_rows
 from common.data.sampling import StreamSampler, batches_dataset
 from common.data.synthetic import write_sentences
 from common.models.encoder import build_encoder
+from common.models.tokenization import truncated_sentences
 from common.training import registry
 from common.training.config import TrainConfig
 from common.training.runs import encoder_config
@@ -53,7 +54,8 @@ def make_data(config: TrainConfig, model):
     run = config.run
     columns = _load(config)
     tokenizer = model.encoder.tokenizer
-    info = {"examples": len(columns[0]), "fingerprint": fingerprint_rows(zip(*columns))}
+    info = {"examples": len(columns[0]), "truncated_sentences": truncated_sentences(tokenizer, *columns),
+            "fingerprint": fingerprint_rows(zip(*columns))}
     sampler = StreamSampler([np.arange(len(columns[0]))], [1.0], run.batch_size, run.seed)
     names = ("sentences",) if config.options.mode == "unsup" else ("premise", "entailment", "contradiction")
 

@@ -153,6 +153,14 @@ def phase_dataset(config: TrainConfig, model, kind: str, sentences1, sentences2,
         batch = config.run.batch_size
     sampler = StreamSampler([np.arange(len(y))], [1.0], batch, seed)
     tokenizer = model.encoder.tokenizer
+    if kind == "cross":
+        truncated = tokenizer.count_truncated_pairs(s1, s2)
+        what = f"pairs (both orders) are longer than --cross_max_seq_len={tokenizer.config.max_seq_len}"
+    else:
+        truncated = tokenizer.count_truncated(s1) + tokenizer.count_truncated(s2)
+        what = f"sentences are longer than --max_seq_len={tokenizer.config.max_seq_len}"
+    logging.info("%s phase: %d of %d %s tokens and are truncated.", kind, truncated,
+                 len(y) if kind == "cross" else 2 * len(y), what)
 
     def to_inputs(a, b, label):
         if kind == "cross":

@@ -21,6 +21,7 @@ from typing import Dict, List, Sequence
 
 import tensorflow as tf
 import tensorflow_text as tf_text
+from absl import logging
 
 # HF's `is_whitespace`: '\t', '\n', '\r' and Unicode White_Space characters that
 # are not control characters (controls are removed before whitespace mapping).
@@ -170,6 +171,26 @@ class BertTokenizer(tf.Module):
         texts = bert_normalize(tf.convert_to_tensor(texts, tf.string), self.config.lowercase)
         return self._wordpiece.tokenize(texts)  # [batch, (pieces)]
 
+    def count_truncated(self, texts: Sequence[str], batch_size: int = 4096) -> int:
+        """How many of `texts` are longer than `max_seq_len` tokens ([CLS] and [SEP] counted),
+        i.e. lose word pieces when tokenized (a run logs and records the count)."""
+        budget = self.config.max_seq_len - 2
+        count = 0
+        for start in range(0, len(texts), batch_size):
+            lengths = self.wordpiece_ids(tf.constant(list(texts[start:start + batch_size]), tf.string)).row_lengths()
+            count += int(tf.reduce_sum(tf.cast(lengths > budget, tf.int32)))
+        return count
+
+    def count_truncated_pairs(self, texts_a: Sequence[str], texts_b: Sequence[str], batch_size: int = 4096) -> int:
+        """How many pairs are longer than `max_seq_len` tokens as `[CLS] a [SEP] b [SEP]`."""
+        budget = self.config.max_seq_len - 3
+        count = 0
+        for start in range(0, len(texts_a), batch_size):
+            a = self.wordpiece_ids(tf.constant(list(texts_a[start:start + batch_size]), tf.string)).row_lengths()
+            b = self.wordpiece_ids(tf.constant(list(texts_b[start:start + batch_size]), tf.string)).row_lengths()
+            count += int(tf.reduce_sum(tf.cast(a + b > budget, tf.int32)))
+        return count
+
     def __call__(self, texts: tf.Tensor) -> Dict[str, tf.Tensor]:
         """Tokenizes, truncates, adds [CLS]/[SEP] and pads to the batch's longest.
 
@@ -224,6 +245,17 @@ class BertTokenizer(tf.Module):
             "padding_mask": mask,
             "segment_ids": tf.pad(segments.to_tensor(default_value=0), extra),
         }
+
+
+def truncated_sentences(tokenizer: BertTokenizer, *columns: Sequence[str]) -> int:
+    """Counts (and logs) the training sentences that `tokenizer` truncates, over every column;
+    a run records the count with its data statistics."""
+    count = sum(tokenizer.count_truncated(column) for column in columns)
+    total = sum(len(column) for column in columns)
+    if count:
+        logging.info("%d of %d training sentences are longer than --max_seq_len=%d tokens and are truncated.",
+                     count, total, tokenizer.config.max_seq_len)
+    return count
 
 
 def longest_first_lengths(len_a: tf.Tensor, len_b: tf.Tensor, budget: int):

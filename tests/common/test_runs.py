@@ -106,3 +106,18 @@ def test_a_new_run_removes_the_temporary_directory_of_a_publish_that_was_killed(
     (stale / ".owner.json").write_text(json.dumps({"host": socket.gethostname(), "pid": dead.pid}))
     result = train(registry.build_config("simcse", _simcse_settings(tmp_path, train_steps_per_epoch=1)))
     assert os.listdir(tmp_path / "artifacts" / "model") == [result["run_id"]]
+
+
+def test_a_run_counts_the_training_sentences_it_truncates(tmp_path):
+    import json
+
+    sentences = tmp_path / "sentences.txt"
+    long = " ".join(["word"] * 200)
+    sentences.write_text("\n".join([f"a short sentence number {i}" for i in range(6)] + [long, long + " more"]) + "\n")
+    result = train(registry.build_config("simcse", _simcse_settings(
+        tmp_path, train_data=(str(sentences),), train_steps_per_epoch=1)))
+    assert result["data"]["truncated_sentences"] == 2  # max_seq_len 16: only the two long ones
+    recorded = json.loads((tmp_path / "artifacts" / "model" / result["run_id"] / "config.json").read_text())
+    assert recorded["data"]["truncated_sentences"] == 2
+    log = (tmp_path / "artifacts" / "log" / result["run_id"] / "train.log").read_text()
+    assert "'truncated_sentences': 2" in log  # the "Training data" line

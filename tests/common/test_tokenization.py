@@ -57,6 +57,15 @@ def test_truncation_and_dynamic_padding(tmp_path):
     assert ids.shape == (2, 8) and mask.sum() == 3 + 4
 
 
+def test_truncated_sentences_and_pairs_are_counted_at_the_boundary(tmp_path):
+    tok = BertTokenizer(read_vocabulary(_write_vocab(tmp_path, SMALL_VOCAB)), TokenizerConfig(max_seq_len=5))
+    # 3 word pieces fit in [CLS] x x x [SEP]; 4 do not ("worlds" is two pieces).
+    texts = ["hello world hello", "hello worlds hello", "hello", "hello hello hello hello"]
+    assert tok.count_truncated(texts) == 2 and tok.count_truncated(texts, batch_size=1) == 2
+    # A pair keeps 2 pieces in all within [CLS] a [SEP] b [SEP].
+    assert tok.count_truncated_pairs(["hello", "hello", "worlds"], ["world", "world hello", "hello"]) == 2
+
+
 def test_tokenizer_runs_inside_tf_data_and_tf_function(tmp_path):
     tok = BertTokenizer(read_vocabulary(_write_vocab(tmp_path, SMALL_VOCAB)))
     ds = tf.data.Dataset.from_tensor_slices(["hello", "hello world !"]).batch(2).map(tok)
