@@ -244,12 +244,22 @@ def _mean_std(values: List[float]) -> str:
     return f"{np.mean(values):.2f} ± {np.std(values):.2f}" if len(values) > 1 else f"{values[0]:.2f}"
 
 
+def _order(name: str):
+    """The ladder's order: raw, SimCSE, PAUSE and supervised-only by percentage, DeCLUTR, Trans-Encoder."""
+    rungs = ("raw", "simcse", "pause", "supervised", "declutr", "trans_encoder")
+    rung = next((i for i, r in enumerate(rungs) if name.startswith(r)), len(rungs))
+    if rung in (2, 3):
+        pct = name.split("%")[0].split()[-1]
+        return (2, float(pct) if pct.replace(".", "", 1).isdigit() else 1e9, rung, name)
+    return (rung, 0.0, 0, name)
+
+
 def _groups(scores: Dict[str, Any]) -> Dict[str, List[Dict[str, Any]]]:
     groups: Dict[str, List[Dict[str, Any]]] = {}
     for name, entry in scores.items():
         if isinstance(entry, dict) and "sts_avg" in entry:
             groups.setdefault(name.split(" seed ")[0], []).append(entry)
-    return groups
+    return dict(sorted(groups.items(), key=lambda item: _order(item[0])))
 
 
 def report(scores: Dict[str, Any]) -> str:
@@ -274,6 +284,10 @@ def _mean(groups, name: str, key: str = "sts_avg"):
     return float(np.mean(values)) if values else None
 
 
+def _fmt(value) -> str:
+    return "not run" if value is None else f"{value:.2f}"
+
+
 def claims(scores: Dict[str, Any]) -> List[str]:
     """Each paper claim as one line: held / did not hold / not run, with the numbers (STS avg)."""
     g = _groups(scores)
@@ -284,35 +298,41 @@ def claims(scores: Dict[str, Any]) -> List[str]:
         verdict = "not run" if held is None else ("HELD" if held else "DID NOT HOLD")
         out.append(f"- {claim}: **{verdict}** ({detail})")
 
+    def seeds(name: str) -> str:
+        n = len(g.get(name, []))
+        return f"{n} seed{'s' if n != 1 else ''}"
+
     pcts = [p for p in FLAGS.percentages if float(p) <= 30]
     pairs = [(p, m(f"pause {p}%"), m(f"supervised {p}%")) for p in pcts]
-    if all(a is not None and b is not None for _, a, b in pairs) and pairs:
-        line("PAUSE >= supervised-only at every label percentage <= 30 %", all(a >= b for _, a, b in pairs),
-             "; ".join(f"{p} %: {a:.2f} vs {b:.2f}" for p, a, b in pairs))
-    else:
-        line("PAUSE >= supervised-only at every label percentage <= 30 %", None, "rows missing")
+    done = [(p, a, b) for p, a, b in pairs if a is not None and b is not None]
+    missing = [p for p, a, b in pairs if a is None or b is None]
+    detail = "; ".join(f"{p} %: {a:.2f} vs {b:.2f} ({seeds(f'pause {p}%')})" for p, a, b in done)
+    if missing:
+        detail += f"; not run yet at {', '.join(missing)} %"
+    line("PAUSE >= supervised-only at every label percentage <= 30 %"
+         + (" (so far)" if missing and done else ""),
+         None if not done else (False if any(a < b for _, a, b in done) else (None if missing else True)), detail)
     p5, s100 = m("pause 5%"), m("supervised 100%")
     line("PAUSE at 5 % within 2 points of supervised at 100 %", None if p5 is None or s100 is None else
-         abs(p5 - s100) <= 2.0 or p5 > s100, f"{p5} vs {s100}" if p5 is None or s100 is None else
-         f"{p5:.2f} vs {s100:.2f}")
+         abs(p5 - s100) <= 2.0 or p5 > s100, f"{_fmt(p5)} vs {_fmt(s100)}")
     raw = max([v for v in (m("raw (mean)"), m("raw (CLS)")) if v is not None], default=None)
     un, sup, un_mean = m("simcse unsup"), m("simcse sup"), m("simcse unsup (mean pooling)")
     mean_note = "" if un_mean is None else f"; with mean pooling {un_mean:.2f}"
     line("SimCSE unsup far (>= 5 points) above the raw model", None if un is None or raw is None else un >= raw + 5,
-         f"{un} vs {raw}" if un is None or raw is None else f"{un:.2f} vs best raw pooling {raw:.2f}{mean_note}")
+         f"{_fmt(un)} vs best raw pooling {_fmt(raw)}{mean_note}")
     line("SimCSE sup above SimCSE unsup", None if un is None or sup is None else sup > un,
-         f"{sup} vs {un}" if un is None or sup is None else f"{sup:.2f} vs {un:.2f}")
+         f"{_fmt(sup)} vs {_fmt(un)}")
     both, con, mlm = m("declutr contrastive + MLM"), m("declutr contrastive only"), m("declutr MLM only")
     line("DeCLUTR (contrastive + MLM) above the raw model", None if both is None or raw is None else both > raw,
-         f"{both} vs {raw}" if both is None or raw is None else f"{both:.2f} vs {raw:.2f}")
+         f"{_fmt(both)} vs {_fmt(raw)}")
     line("DeCLUTR contrastive + MLM above contrastive only and MLM only",
          None if None in (both, con, mlm) else both > max(con, mlm),
-         f"{both}, {con}, {mlm}" if None in (both, con, mlm) else f"{both:.2f} vs {con:.2f} and {mlm:.2f}")
+         f"{_fmt(both)} vs {_fmt(con)} and {_fmt(mlm)}")
     bi, cross = m("trans_encoder bi"), m("trans_encoder cross")
     line("Trans-Encoder bi-encoder above its SimCSE start", None if bi is None or un is None else bi > un,
-         f"{bi} vs {un}" if bi is None or un is None else f"{bi:.2f} vs {un:.2f}")
+         f"{_fmt(bi)} vs {_fmt(un)}")
     line("Trans-Encoder cross-encoder above its SimCSE start", None if cross is None or un is None else cross > un,
-         f"{cross} vs {un}" if cross is None or un is None else f"{cross:.2f} vs {un:.2f}")
+         f"{_fmt(cross)} vs {_fmt(un)}")
     return out
 
 
@@ -399,6 +419,18 @@ def plot(scores: Dict[str, Any], root: str) -> List[str]:
     return written
 
 
+def _first_run_start(root: str):
+    """The start (seconds since the epoch, UTC) of the ladder's first run, from its run ID."""
+    import calendar
+    import datetime
+    import glob
+
+    ids = [os.path.basename(p) for p in glob.glob(os.path.join(root, "runs", "*", "ckpt", "*"))]
+    stamps = [calendar.timegm(datetime.datetime.strptime(i, "%Y%m%d-%H%M%S").timetuple())
+              for i in ids if len(i) == 15 and i[8] == "-"]
+    return min(stamps) if stamps else None
+
+
 def write_results(scores: Dict[str, Any], root: str) -> str:
     """results.md in the artifacts root: table, claim lines, pretraining throughput, plots."""
     lines = [report(scores), "", *claims(scores)]
@@ -406,16 +438,18 @@ def write_results(scores: Dict[str, Any], root: str) -> str:
     if "train_seconds" in pre:
         s = pre["settings"]
         tokens = s["batch_size"] * s["train_epochs"] * s["train_steps_per_epoch"] * 128
+        metrics = pre.get("metrics", {})
+        seconds = metrics.get("seconds", pre["train_seconds"])
         lines += ["", f"Pretraining: {s['train_epochs'] * s['train_steps_per_epoch']} steps of {s['batch_size']} "
-                      f"windows of 128 tokens ({tokens / 1e6:.2f} M tokens) in {pre['train_seconds']:.0f} s "
-                      f"({tokens / pre['train_seconds']:.0f} tokens/s, this invocation's piece of the run); "
-                      f"final metrics {pre.get('metrics')}"]
+                      f"windows of 128 tokens ({tokens / 1e6:.2f} M tokens) in {seconds:.0f} s of training "
+                      f"({tokens / seconds:.0f} tokens/s); last training loss {metrics.get('loss', float('nan')):.3f}, "
+                      f"held-out masked-LM loss {metrics.get('heldout_loss', float('nan')):.3f} and accuracy "
+                      f"{100 * metrics.get('heldout_accuracy', float('nan')):.1f} %."]
+    first = _first_run_start(root)
     meta = scores.get("_meta", {})
-    if meta.get("updated"):
-        lines.append(f"Ladder wall time: {meta['updated'] - meta['started']:.0f} s from its first start to its last "
-                     f"result ({meta.get('invocations', 0)} finished invocation(s), "
-                     f"{meta.get('invocation_seconds', 0):.0f} s of process time together, parallel ones "
-                     "overlapping).")
+    if first and meta.get("updated"):
+        lines.append(f"Ladder wall time: {meta['updated'] - first:.0f} s from its first run's start to its last "
+                     "result.")
     lines += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in plot(scores, root)]
     text = "\n".join(lines)
     with open(os.path.join(root, "results.md"), "w") as f:
