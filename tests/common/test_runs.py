@@ -71,6 +71,7 @@ def test_a_publish_that_fails_on_a_full_disk_leaves_nothing_and_its_advice_publi
 
 def test_a_resumed_run_records_the_seconds_of_all_its_pieces_and_logs_to_its_folder(tmp_path, monkeypatch):
     import json
+    import re
 
     from common.training import loop
 
@@ -93,6 +94,7 @@ def test_a_resumed_run_records_the_seconds_of_all_its_pieces_and_logs_to_its_fol
     assert recorded["seconds"] == result["metrics"]["seconds"] > first_piece
     log = (tmp_path / "artifacts" / "log" / run_id / "train.log").read_text()
     assert f"Run {run_id} published" in log and "step 4/4" in log
+    assert re.search(r"step 4/4 .*\([0-9.]+ steps/s, 0 s left\)", log)  # the rate and the time left
 
 
 def test_a_new_run_removes_the_temporary_directory_of_a_publish_that_was_killed(tmp_path):
