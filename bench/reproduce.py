@@ -69,9 +69,7 @@ class Ladder:
         os.makedirs(root, exist_ok=True)
         self.scores_path = os.path.join(root, "scores.json")
         self.scores: Dict[str, Any] = self._load()
-        self._meta_base = dict(self.scores.get("_meta", {}))
         self.touched: set = set()
-        self.started = time.time()
 
     def _load(self) -> Dict[str, Any]:
         return json.load(open(self.scores_path)) if os.path.exists(self.scores_path) else {}
@@ -143,30 +141,15 @@ class Ladder:
         logging.info("%s: STS avg %.2f, STS-B dev %.2f", name, entry["sts_avg"], entry["stsb_dev"])
         return entry
 
-    def add_wall_time(self, seconds: float) -> None:
-        """Records this invocation's seconds; the ladder's span runs from its first start to its last save."""
-        meta = self.scores.setdefault("_meta", {})
-        meta["invocation_seconds"] = round(meta.get("invocation_seconds", 0.0) + seconds, 1)
-        meta["invocations"] = meta.get("invocations", 0) + 1
-        self._save("_meta")
-
     def _save(self, name: str) -> None:
         import fcntl
 
         with open(self.scores_path + ".lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             merged = self._load()
+            self.touched.add(name)
+            merged.update({k: self.scores[k] for k in self.touched})
             meta = merged.setdefault("_meta", {})
-            if name == "_meta":  # this invocation's seconds, added to what other processes recorded
-                ours = self.scores["_meta"]
-                meta["invocation_seconds"] = round(meta.get("invocation_seconds", 0.0) + ours["invocation_seconds"]
-                                                   - self._meta_base.get("invocation_seconds", 0.0), 1)
-                meta["invocations"] = meta.get("invocations", 0) + 1
-            else:
-                self.touched.add(name)
-                merged.update({k: self.scores[k] for k in self.touched})
-            meta.setdefault("started", self.started)
-            meta["started"] = min(meta["started"], self.started)
             meta["updated"] = time.time()
             self.scores = merged
             tmp = self.scores_path + f".tmp{os.getpid()}"
@@ -230,7 +213,6 @@ def main(argv):
                         evaluator=StsbDevEvaluator(FLAGS.data_path, progress=False))
         ladder.score("trans_encoder bi", te)
         ladder.score_cross("trans_encoder cross", te)
-    ladder.add_wall_time(time.time() - began)
     results = write_results(ladder.scores, FLAGS.artifacts_dir)
     print(results)
     print(f"wall time this invocation: {time.time() - began:.0f} s")
