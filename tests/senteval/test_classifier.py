@@ -33,7 +33,7 @@ def test_folds_are_stratified_and_deterministic_for_a_seed():
 def test_backward_matches_finite_differences(nhid):
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(5, 4)), rng.integers(0, 3, size=5)
-    params = {k: v.astype(np.float64) for k, v in clf.init_params(4, 3, nhid, 2, rng).items()}
+    params = {k: v.astype(np.float64) for k, v in clf.init_params(4, 3, nhid, 2, np.random.RandomState(0)).items()}
     mask = None if nhid == 0 else (rng.random((5, nhid)) > 0.3) / 0.7
 
     def loss(p):
@@ -54,6 +54,54 @@ def test_backward_matches_finite_differences(nhid):
             flat[i] = old
             numeric[i] = (up - down) / 2e-6
         np.testing.assert_allclose(grads[name].reshape(-1), numeric, rtol=1e-5, atol=1e-7, err_msg=name)
+
+
+# What the original SentEval (facebookresearch/SentEval at its last commit, run with PyTorch 2.13.0 on the
+# CPU) printed for `_senteval_fixture` below, and `torch.manual_seed(1111); nn.Linear(4, 3)`.
+SENTEVAL_SPLIT = {1111: (89.0, 86.0), 1112: (87.0, 81.0)}  # SplitClassifier (devacc, acc), 5 classes
+SENTEVAL_KFOLD = {1111: (83.2, 86.0), 1112: (84.8, 85.0)}  # KFoldClassifier, kfold 5, 5 classes
+SENTEVAL_INNER = {1111: (97.67, 94.66), 1112: (96.92, 95.67)}  # InnerKFoldClassifier, kfold 5, 2 classes
+TORCH_LINEAR_1111 = (
+    [[-0.03940415382385254, -0.41502052545547485, 0.30094748735427856, -0.1028241515159607],
+     [0.45479655265808105, 0.09818470478057861, -0.01790308952331543, 0.44458913803100586],
+     [0.014520049095153809, 0.312546968460083, -0.18775111436843872, 0.47560203075408936]],
+    [0.3746800422668457, 0.21859586238861084, -0.10553669929504395])
+
+
+def _senteval_fixture(nclasses, n, dim=16, seed=0):
+    rs = np.random.RandomState(seed)
+    y = rs.randint(0, nclasses, size=n)
+    centres = rs.normal(size=(nclasses, dim))
+    return (centres[y] * 0.6 + rs.normal(size=(n, dim))).astype(np.float32), y.astype(np.int64)
+
+
+def test_initialisation_draws_pytorchs_nn_linear_for_the_seed():
+    params = clf.init_params(4, 3, 0, 2, clf.RandomStreams.from_seed(1111).init)
+    weight, bias = TORCH_LINEAR_1111
+    for model in range(2):  # every model of the bank starts from the same draw
+        np.testing.assert_array_equal(params["w"][model].T, np.asarray(weight, np.float32))
+        np.testing.assert_array_equal(params["b"][model], np.asarray(bias, np.float32))
+
+
+@pytest.mark.parametrize("seed", [1111, 1112])
+def test_protocols_give_the_original_senteval_scores_at_each_seed(seed):
+    """The same features and seed give the original code's numbers, multi-class included (issue: SST5, TREC)."""
+    config = dataclasses.replace(CONFIGS["pause"], kfold=5)
+    x, y = _senteval_fixture(5, 600)
+    split = clf.split_validation((x[:400], y[:400]), (x[400:500], y[400:500]), (x[500:], y[500:]), 5, config, seed)
+    kfold = clf.kfold_validation(x[:500], y[:500], x[500:], y[500:], 5, config, seed)
+    x2, y2 = _senteval_fixture(2, 300, seed=1)
+    inner = clf.inner_kfold_validation(x2, y2, 2, config, seed)
+    assert (split.devacc, split.acc) == SENTEVAL_SPLIT[seed]
+    assert (kfold.devacc, kfold.acc) == SENTEVAL_KFOLD[seed]
+    assert (inner.devacc, inner.acc) == SENTEVAL_INNER[seed]
+
+
+def test_seeds_outside_numpys_legacy_range_are_refused():
+    with pytest.raises(ValueError, match=r"\[0, 2\*\*32\)"):
+        clf.RandomStreams.from_seed(-1)
+    with pytest.raises(ValueError, match=r"\[0, 2\*\*32\)"):
+        clf.RandomStreams.from_seed(2 ** 32)
 
 
 def test_optimizers_follow_pytorch_update_rules():

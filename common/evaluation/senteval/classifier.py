@@ -8,6 +8,12 @@ SentEval numbers:
 - the model is one linear layer (logistic regression, `nhid=0`) or
   Linear-Dropout-Sigmoid-Linear, initialised like PyTorch's `nn.Linear`
   (uniform in +-1/sqrt(fan_in));
+- the random numbers are SentEval's own (`RandomStreams`): the data order from
+  NumPy's legacy generator seeded with the seed, the initialisation from a
+  reproduction of PyTorch's seeded CPU generator, so a seed gives the score
+  SentEval gives at that seed on the same features (checked against the
+  original code with PyTorch 2.13: the README's SentEval section), not only
+  one from the same distribution;
 - softmax cross-entropy, the L2 penalty `l2reg` applied as the optimizer's
   weight decay (added to the gradient of every parameter, biases included),
   Adam or RMSprop with PyTorch's defaults;
@@ -27,6 +33,7 @@ in a quarter of the Python steps.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -41,27 +48,58 @@ from common.evaluation.sts import pearson100
 # value SNLI uses (`noreg`).
 L2_REGS: Tuple[float, ...] = tuple(10.0 ** t for t in range(-5, -1))
 NO_REG: Tuple[float, ...] = (1e-9,)
+# InnerKFoldClassifier's fold seed: SentEval hard-codes it, whatever the task's seed.
+INNER_KFOLD_SEED = 1111
 
 Params = Dict[str, np.ndarray]
 
 # === Model ===
 
 
-def _linear_init(rng: np.random.Generator, fan_in: int, fan_out: int, n_models: int) -> Tuple[np.ndarray, np.ndarray]:
-    """PyTorch's nn.Linear initialisation, the same for every model of the bank."""
-    bound = 1.0 / np.sqrt(fan_in)
-    w = rng.uniform(-bound, bound, size=(fan_in, fan_out)).astype(np.float32)
-    b = rng.uniform(-bound, bound, size=(fan_out,)).astype(np.float32)
+def _torch_uniform(generator: np.random.RandomState, shape: Tuple[int, ...], low: float, high: float) -> np.ndarray:
+    """PyTorch's CPU `tensor.uniform_(low, high)` for float32, draw for draw.
+
+    PyTorch's CPU generator is an MT19937 seeded like NumPy's legacy
+    `RandomState(seed)`; its float32 `uniform_` takes one 32-bit draw per
+    element, in memory order, keeps the low 24 bits and scales them in double
+    precision: `(draw & (2**24 - 1)) * 2**-24 * (high - low) + low`, with the
+    bounds first rounded to float32.
+    """
+    draws = generator.randint(0, 2 ** 32, size=int(np.prod(shape)), dtype=np.uint32)
+    lo, hi = np.float64(np.float32(low)), np.float64(np.float32(high))
+    unit = (draws & np.uint32(2 ** 24 - 1)).astype(np.float64) * 2.0 ** -24
+    return (unit * (hi - lo) + lo).astype(np.float32).reshape(shape)
+
+
+def _linear_init(generator: np.random.RandomState, fan_in: int, fan_out: int,
+                 n_models: int) -> Tuple[np.ndarray, np.ndarray]:
+    """PyTorch's `nn.Linear(fan_in, fan_out)` initialisation, the same for every model of the bank.
+
+    `reset_parameters`: the weight [fan_out, fan_in] from kaiming_uniform_ with
+    a = sqrt(5) (bound sqrt(3) * gain / sqrt(fan_in), i.e. 1/sqrt(fan_in)), then
+    the bias from U(+-1/sqrt(fan_in)), both from `generator` in that order.
+    Returned as our layout: weight [n_models, fan_in, fan_out], bias [n_models, fan_out].
+    """
+    slope = math.sqrt(5)
+    gain = math.sqrt(2.0 / (1 + slope ** 2))
+    bound = math.sqrt(3.0) * (gain / math.sqrt(fan_in))
+    w = _torch_uniform(generator, (fan_out, fan_in), -bound, bound).T
+    b = _torch_uniform(generator, (fan_out,), -1.0 / math.sqrt(fan_in), 1.0 / math.sqrt(fan_in))
     return np.repeat(w[None], n_models, axis=0), np.repeat(b[None], n_models, axis=0)
 
 
-def init_params(input_dim: int, nclasses: int, nhid: int, n_models: int, rng: np.random.Generator) -> Params:
-    """Parameters of `n_models` identical classifiers, each with a leading model axis."""
+def init_params(input_dim: int, nclasses: int, nhid: int, n_models: int,
+                generator: np.random.RandomState) -> Params:
+    """Parameters of `n_models` identical classifiers, each with a leading model axis.
+
+    Drawn as SentEval's `nn.Sequential` draws them from the seeded PyTorch
+    generator: layer by layer, weight before bias.
+    """
     if nhid == 0:
-        w, b = _linear_init(rng, input_dim, nclasses, n_models)
+        w, b = _linear_init(generator, input_dim, nclasses, n_models)
         return {"w": w, "b": b}
-    w1, b1 = _linear_init(rng, input_dim, nhid, n_models)
-    w2, b2 = _linear_init(rng, nhid, nclasses, n_models)
+    w1, b1 = _linear_init(generator, input_dim, nhid, n_models)
+    w2, b2 = _linear_init(generator, nhid, nclasses, n_models)
     return {"w1": w1, "b1": b1, "w2": w2, "b2": b2}
 
 
@@ -206,10 +244,40 @@ def _accuracies(params: Params, x: np.ndarray, y: np.ndarray, chunk: int = 8192)
     return np.asarray(correct, np.float64) / max(len(x), 1)
 
 
-def _rngs(seed: int) -> Tuple[np.random.Generator, np.random.Generator]:
-    """(data order, initialisation + dropout): SentEval's NumPy and torch generators."""
-    data, model = np.random.SeedSequence(seed).spawn(2)
-    return np.random.default_rng(data), np.random.default_rng(model)
+@dataclasses.dataclass
+class RandomStreams:
+    """SentEval's random streams for one classifier, reproduced without PyTorch.
+
+    SentEval seeds NumPy's global generator and PyTorch's before it builds each
+    classifier (`np.random.seed(seed)`, `torch.manual_seed(seed)`); the data
+    order (and the validation split) comes from the first, the initialisation
+    from the second. Both are MT19937 streams with the same seeding, so the
+    same seed gives SentEval's folds-to-weights sequence exactly and so its
+    scores, not just scores from the same distribution.
+
+    Attributes:
+        data: RandomState. SentEval's `np.random` after `np.random.seed(seed)`.
+        init: RandomState. Stands in for PyTorch's CPU generator after
+            `torch.manual_seed(seed)` (read through `_torch_uniform`).
+        dropout: Generator. The MLP's dropout masks. PyTorch draws those
+            through its own Bernoulli kernels, which are not reproduced: with
+            `dropout > 0` scores follow SentEval's distribution, not its draws.
+    """
+
+    data: np.random.RandomState
+    init: np.random.RandomState
+    dropout: np.random.Generator
+
+    @classmethod
+    def from_seed(cls, seed: int) -> "RandomStreams":
+        check_seed(seed)
+        return cls(np.random.RandomState(seed), np.random.RandomState(seed), np.random.default_rng(seed))
+
+
+def check_seed(seed: int) -> None:
+    """Raises ValueError unless `seed` is one SentEval accepts (NumPy's legacy seeds: 0 <= seed < 2**32)."""
+    if not 0 <= int(seed) < 2 ** 32:
+        raise ValueError(f"A SentEval seed must be in [0, 2**32), got {seed}.")
 
 
 def train_classifiers(x: np.ndarray, y: np.ndarray, nclasses: int, l2regs: Sequence[float],
@@ -246,11 +314,11 @@ def train_classifiers(x: np.ndarray, y: np.ndarray, nclasses: int, l2regs: Seque
         raise ValueError(f"Expected features [N, d] and labels [N], got {x.shape} and {y.shape}.")
     if len(y) and (y.min() < 0 or y.max() >= nclasses):
         raise ValueError(f"Labels must be in [0, {nclasses}), got [{y.min()}, {y.max()}].")
-    data_rng, model_rng = _rngs(seed)
+    streams = RandomStreams.from_seed(seed)
     if validation_data is not None:
         dev_x, dev_y = np.asarray(validation_data[0], np.float32), np.asarray(validation_data[1], np.int64)
     elif validation_split:
-        permutation = data_rng.permutation(len(x))
+        permutation = streams.data.permutation(len(x))
         # SentEval's int(validation_split * N), but at least one point (SentEval fails below 20 samples).
         n_dev = max(1, int(validation_split * len(x)))
         dev_x, dev_y = x[permutation[:n_dev]], y[permutation[:n_dev]]
@@ -261,7 +329,7 @@ def train_classifiers(x: np.ndarray, y: np.ndarray, nclasses: int, l2regs: Seque
         raise ValueError(f"Need training and dev examples, got {len(x)} and {len(dev_x)}.")
 
     n_models = len(l2regs)
-    params = init_params(x.shape[1], nclasses, config.nhid, n_models, model_rng)
+    params = init_params(x.shape[1], nclasses, config.nhid, n_models, streams.init)
     optimizer = _optimizer(config.optim, params)
     best = {k: v.copy() for k, v in params.items()}
     best_acc = np.full(n_models, -1.0)
@@ -272,13 +340,13 @@ def train_classifiers(x: np.ndarray, y: np.ndarray, nclasses: int, l2regs: Seque
     nepoch = 0
     while len(active) and nepoch <= config.max_epoch:
         for _ in range(config.epoch_size):
-            permutation = data_rng.permutation(len(x))
+            permutation = streams.data.permutation(len(x))
             for start in range(0, len(x), config.batch_size):
                 idx = permutation[start:start + config.batch_size]
                 xb, yb = x[idx], y[idx]
                 mask = None
                 if config.nhid and config.dropout > 0:
-                    keep = model_rng.random((len(idx), config.nhid)) >= config.dropout
+                    keep = streams.dropout.random((len(idx), config.nhid)) >= config.dropout
                     mask = keep.astype(np.float32) / np.float32(1.0 - config.dropout)
                 logits, acts = forward(params, xb, mask)
                 grads = backward(params, xb, acts, cross_entropy_grad(logits, yb, config.loss_reduction), mask)
@@ -345,16 +413,18 @@ def inner_kfold_validation(x: np.ndarray, y: np.ndarray, nclasses: int, config: 
     training part (5 % held out for early stopping) and scored on the outer
     test fold. `devacc` and `acc` are the means over outer folds.
 
-    SentEval seeds both fold splitters with 1111 whatever its `seed`; here both
-    use `seed`, whose default is 1111.
+    As in SentEval, both fold splitters are seeded with 1111 whatever `seed`
+    is (`INNER_KFOLD_SEED`); `seed` drives the classifiers (initialisation,
+    data order, the 5 % early-stopping split), so the folds of MR, CR, SUBJ and
+    MPQA are the same at every seed, as in SentEval's own seed runs.
     """
     regs = L2_REGS
     dev_results, test_results, chosen = [], [], []
-    for train_idx, test_idx in tqdm(stratified_folds(y, config.kfold, seed), desc=desc, disable=not progress,
-                                    leave=False):
+    for train_idx, test_idx in tqdm(stratified_folds(y, config.kfold, INNER_KFOLD_SEED), desc=desc,
+                                    disable=not progress, leave=False):
         x_train, y_train = x[train_idx], y[train_idx]
         inner_scores = np.zeros(len(regs))
-        for inner_train, inner_test in stratified_folds(y_train, config.kfold, seed):
+        for inner_train, inner_test in stratified_folds(y_train, config.kfold, INNER_KFOLD_SEED):
             models = train_classifiers(x_train[inner_train], y_train[inner_train], nclasses, regs,
                                        config.classifier, seed,
                                        validation_data=(x_train[inner_test], y_train[inner_test]))
@@ -492,8 +562,8 @@ def fit_relatedness(train_x: np.ndarray, train_scores: np.ndarray, dev_x: np.nda
     test_x = np.asarray(test_x, np.float32)
     targets = relatedness_targets(train_scores, config.nclasses)  # [N, C]
     bins = np.arange(1, config.nclasses + 1, dtype=np.float32)
-    data_rng, model_rng = _rngs(seed)
-    params = init_params(train_x.shape[1], config.nclasses, 0, 1, model_rng)
+    streams = RandomStreams.from_seed(seed)
+    params = init_params(train_x.shape[1], config.nclasses, 0, 1, streams.init)
     optimizer = _Adam(params)
 
     def predict(p: Params, x: np.ndarray) -> np.ndarray:
@@ -502,7 +572,7 @@ def fit_relatedness(train_x: np.ndarray, train_scores: np.ndarray, dev_x: np.nda
     best, best_pr, without_gain, nepoch = {k: v.copy() for k, v in params.items()}, -1.0, 0, 0
     while nepoch <= config.max_epoch:
         for _ in range(config.epochs_per_check):
-            permutation = data_rng.permutation(len(train_x))
+            permutation = streams.data.permutation(len(train_x))
             for start in range(0, len(train_x), config.batch_size):
                 idx = permutation[start:start + config.batch_size]
                 xb = train_x[idx]
