@@ -182,6 +182,28 @@ def test_script_runs_several_configs_on_one_encoding(tmp_path):
     assert not os.path.exists(tmp_path / "artifacts" / "test" / "senteval_tiny.json")
 
 
+def test_script_scores_several_seeds_on_one_encoding_with_their_spread(tmp_path):
+    data = write_senteval_root(str(tmp_path / "data"))
+    args = ["--model=tiny", f"--data_path={data}", f"--artifacts_dir={tmp_path / 'artifacts'}", "--max_seq_len=32",
+            "--config=fast", "--tasks=CR,MRPC,STS12"]
+    proc = _run([*args, "--seed=1111,1112"], cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = tmp_path / "artifacts" / "test"
+    runs = {seed: json.load(open(out / f"senteval_tiny_seed{seed}.json")) for seed in (1111, 1112)}
+    spread = json.load(open(out / "senteval_tiny_seeds.json"))
+    assert runs[1111]["seed"] == 1111 and runs[1112]["seed"] == 1112 and spread["seeds"] == [1111, 1112]
+    assert list(spread["tasks"]) == ["CR", "MRPC"]  # STS has no classifier, hence no seed
+    for task, r in spread["tasks"].items():
+        values = [ev.task_score(task, runs[seed]["tasks"][task]) for seed in (1111, 1112)]
+        assert r["by_seed"] == {"1111": values[0], "1112": values[1]}
+        assert r["test"]["min"] == min(values) and r["test"]["max"] == max(values)
+        assert r["test"]["mean"] == pytest.approx(sum(values) / 2)
+    assert "test scores over seeds 1111,1112" in proc.stdout
+    proc = _run([*args, "--seed=1111,x"], cwd=str(tmp_path))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "--seed: expected integers in [0, 2**32) separated by commas, got 'x'" in proc.stderr
+
+
 def test_script_rejects_bad_input_before_loading_the_model(tmp_path):
     proc = _run(["stray"], cwd=str(tmp_path))
     assert proc.returncode != 0 and "Unexpected arguments" in proc.stderr

@@ -290,3 +290,41 @@ def format_table(results: Dict[str, Any]) -> str:
     for task, reason in results["skipped"].items():
         rows.append(f"{task:<14} skipped: {reason}")
     return "\n".join(rows)
+
+
+def seed_spread(runs: Dict[int, Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """Per task, the spread of `task_score` (dev and test) over runs of `evaluate_senteval` with different seeds.
+
+    Args:
+        runs: {seed: evaluate_senteval result}, the same tasks in each.
+
+    Returns:
+        {task: {"test": {"mean", "std", "min", "max"}, "dev": {...} or None,
+        "by_seed": {seed: test score}}}; std is the sample standard deviation
+        (0 for one seed). The STS tasks (no classifier, so no seed) are left out.
+    """
+    def stats(values):
+        values = np.asarray(values, np.float64)
+        return {"mean": float(values.mean()), "std": float(values.std(ddof=1)) if len(values) > 1 else 0.0,
+                "min": float(values.min()), "max": float(values.max())}
+
+    first = next(iter(runs.values()))
+    out = {}
+    for task in first["tasks"]:
+        if TASKS[task].protocol == "sts":
+            continue
+        tests = {seed: task_score(task, run["tasks"][task], "test") for seed, run in runs.items()}
+        devs = [task_score(task, run["tasks"][task], "dev") for run in runs.values()]
+        out[task] = {"test": stats(list(tests.values())), "dev": stats(devs), "by_seed": tests}
+    return out
+
+
+def format_spread(spread: Dict[str, Dict[str, Any]]) -> str:
+    """A plain-text table of `seed_spread`: test mean, std, min and max per task, then each seed's score."""
+    seeds = list(next(iter(spread.values()))["by_seed"]) if spread else []
+    rows = [f"{'task':<14} {'mean':>7} {'std':>6} {'min':>7} {'max':>7}  " + " ".join(f"{s:>7}" for s in seeds)]
+    for task, r in spread.items():
+        t = r["test"]
+        rows.append(f"{task:<14} {t['mean']:7.2f} {t['std']:6.2f} {t['min']:7.2f} {t['max']:7.2f}  "
+                    + " ".join(f"{r['by_seed'][s]:7.2f}" for s in seeds))
+    return "\n".join(rows)
