@@ -26,16 +26,15 @@ document length, A the anchors, P the positives per anchor, spans are [start, en
      p ~ Beta(2, 4); start uniform in [max(0, s - l_pos), min(e, N - l_pos)], so the
      positive is adjacent to, overlaps or lies inside the anchor and stays in the
      document.
-   - "subsumed" (the official "subsuming"): l_pos as for "all", cut to the anchor's
-     length; start uniform in [s, e - l_pos].
+   - "subsumed" (the official "subsuming"): l_pos = floor(p * (l_anchor - l_min) + l_min),
+     p ~ Beta(2, 4), the Beta scaled to the anchor's length rather than cut at it;
+     start uniform in [s, e - l_pos].
    - "adjacent": l_pos as for "all"; the start is s - l_pos or e, picked with equal
      odds among those that keep the positive in the document. One always does: an
      anchor's cell has at least l_max tokens before it or after it, which is also
      why the official code's shorter positives for a cramped anchor never occur.
 
 Where this differs from the official code, on purpose:
-- "subsumed" cuts l_pos at the anchor's length; the official code scales the Beta to
-  [l_min, l_anchor] instead.
 - An adjacent positive before its anchor may start at token 0; the official test
   `anchor_start - positive_len > 0` excludes that one start (an off-by-one).
 - Tokens are whitespace words of the document. The official reader, with the
@@ -142,12 +141,12 @@ def sample_spans(num_tokens: int, config: SpanConfig, rng: np.random.Generator) 
 def _positive(anchor: Span, num_tokens: int, config: SpanConfig, rng: np.random.Generator) -> Span:
     a_start, a_end = anchor
     if config.sampling_strategy == "subsumed":
-        length = min(_length(rng, 2.0, 4.0, config.min_span_len, config.max_span_len), a_end - a_start)
+        length = _length(rng, 2.0, 4.0, config.min_span_len, a_end - a_start)
         start = int(rng.integers(a_start, a_end - length + 1))
     elif config.sampling_strategy == "adjacent":
         length = _length(rng, 2.0, 4.0, config.min_span_len, config.max_span_len)
         options = [s for s in (a_start - length, a_end) if 0 <= s and s + length <= num_tokens]
-        start = options[int(rng.integers(len(options)))]
+        start = int(rng.choice(options))
     else:
         length = _length(rng, 2.0, 4.0, config.min_span_len, config.max_span_len)
         start = int(rng.integers(max(0, a_start - length), min(a_end, num_tokens - length) + 1))

@@ -80,6 +80,14 @@ def test_mean_length_fractions_follow_the_beta_means():
     assert positive == pytest.approx(1 / 3, abs=0.01)
 
 
+def test_subsumed_positive_lengths_scale_to_the_anchor():
+    # The official "subsuming" rule: Beta(2, 4) over [l_min, l_anchor], not over [l_min, l_max] cut at l_anchor
+    # (which would give a mean near 1/2 here).
+    config = SpanConfig(num_anchors=1, num_positives=1, min_span_len=32, max_span_len=512, sampling_strategy="subsumed")
+    fractions = [(p[0][0][1] - p[0][0][0] - 32) / (a[0][1] - a[0][0] - 32)
+                 for a, p in _draws(config, 5000, num_tokens=1024) if a[0][1] - a[0][0] > 32]
+    assert np.mean(fractions) == pytest.approx(1 / 3, abs=0.01)
+
 def test_same_seed_same_spans():
     config = SpanConfig(min_span_len=8, max_span_len=64)
     assert _draws(config, 20, 600, seed=3) == _draws(config, 20, 600, seed=3)
