@@ -10,6 +10,20 @@
 - `common.evaluation`: STS, SentEval, clustering, batched embedding, `--model`
   resolution, and the evaluators that training is given.
 - `common.artifacts`: run IDs, the artifacts layout and atomic publishing.
+- `common.api`: `SentenceModel` (load any `--model` value, `encode`) and `similarity`,
+  the Python API for users; `from common import SentenceModel, similarity` works too.
 
-Nothing is imported here, so `import common.training` never loads an evaluator.
+Nothing is imported here, so `import common.training` never loads an evaluator: the
+two API names are looked up in `common.api` when first used (PEP 562).
 """
+
+_API = ("SentenceModel", "similarity")
+__all__ = list(_API)
+
+
+def __getattr__(name: str):
+    if name in _API:
+        from common import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'common' has no attribute {name!r}")

@@ -4,6 +4,12 @@ The SavedModel needs only `tensorflow` and `tensorflow_text` (for the tokenizer
 ops) to load: `tf.saved_model.load(path).signatures["serving_default"](sentences=...)`
 or `hub.load(path)(sentences)`. Only the raw tf.Variables are tracked, so the
 weights are stored once (Keras' ExportArchive stores MiniLM's twice: 176 MB vs 90 MB).
+
+The embedding SavedModel is also a Reusable SavedModel in TF Hub's format
+(https://www.tensorflow.org/hub/reusable_saved_models): `__call__(sentences,
+training=False)` (dropout when `training=True`), `variables`,
+`trainable_variables` and `regularization_losses` on the root, so
+`hub.KerasLayer(path, trainable=True)` fine-tunes the encoder inside a tf_keras model.
 """
 
 from __future__ import annotations
@@ -29,19 +35,29 @@ def export_encoder(encoder: SentenceEncoder, path: str) -> None:
     """
     if tf.io.gfile.exists(path):
         raise FileExistsError(f"Refusing to overwrite an existing SavedModel: {path}")
-    root = tf.Module()
-    # The encoder is captured by the closure below, not tracked as an attribute:
-    # tracking the Keras object would store every weight a second time.
-    root.encoder_variables = [v.value for v in encoder.variables]
+    # tf.Module's base class: tf.Module computes `variables` and `trainable_variables` as
+    # read-only properties, which are not saved (tf.train.Checkpoint, as in TF Hub's own
+    # examples, would add a `save_counter` variable).
+    root = tf.__internal__.tracking.AutoTrackable()
+    # The encoder is captured by the closures below, not tracked as an attribute:
+    # tracking the Keras object would store every weight a second time. Both lists
+    # hold the same tf.Variable objects, which a SavedModel stores once.
+    root.variables = [v.value for v in encoder.variables]  # weights and dropout seed states
+    root.trainable_variables = [v.value for v in encoder.trainable_variables]
+    # The encoders have no weight regularizers (weight decay is the optimizer's).
+    root.regularization_losses = []
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=SERVING_INPUT)])
     def serve(sentences):
         return {SERVING_OUTPUT: encoder(sentences, training=False)["embedding"]}
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-    def call(sentences):
-        return encoder(sentences, training=False)["embedding"]
+    @tf.function
+    def call(sentences, training=False):
+        return encoder(sentences, training=training)["embedding"]
 
+    # One trace per value of the Python bool `training`, which is what hub.KerasLayer passes.
+    for training in (False, True):
+        call.get_concrete_function(tf.TensorSpec([None], tf.string), training=training)
     root.serve = serve
     root.__call__ = call
     tf.saved_model.save(root, path, signatures={"serving_default": serve})

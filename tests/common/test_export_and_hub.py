@@ -1,11 +1,14 @@
+import importlib.metadata
 import json
 import os
+import re
 import subprocess
 import sys
 
 import keras
 import numpy as np
 import tensorflow as tf
+from packaging.requirements import Requirement
 
 from common.models.bert import BertBackbone, BertConfig
 from common.models.encoder import TINY_BERT, EncoderConfig, build_encoder, minilm_dir, randomize_weights
@@ -49,8 +52,119 @@ def test_export_stores_weights_once_and_hub_load_accepts_it(tiny_encoder, tmp_pa
     weight_bytes = sum(int(np.prod(v.shape)) * 4 for v in tiny_encoder.weights)
     stored = sum(os.path.getsize(os.path.join(path, "variables", f)) for f in os.listdir(os.path.join(path, "variables")))
     assert weight_bytes * 0.99 < stored < weight_bytes * 1.2
+    # `variables` and `trainable_variables` list the same tf.Variables: one checkpoint entry each.
+    stored_names = [n for n, _ in tf.train.list_variables(os.path.join(path, "variables", "variables"))
+                    if n.endswith("VARIABLE_VALUE")]
+    assert len(stored_names) == len(tiny_encoder.variables)
     out = hub.load(path)(tf.constant(SENTENCES)).numpy()
     np.testing.assert_allclose(out, tiny_encoder(tf.constant(SENTENCES))["embedding"].numpy(), atol=1e-6)
+
+
+# The distributions a user of the exported model needs; each brings what it declares.
+CLEAN_DISTRIBUTIONS = ("tensorflow", "tensorflow-text", "tensorflow-hub", "tf-keras")
+
+# Runs with only CLEAN_DISTRIBUTIONS (and their dependencies) importable: fine-tunes the
+# SavedModel through hub.KerasLayer inside a tf_keras model, as a TF Hub user would.
+FINE_TUNER = """
+import json, sys, sysconfig
+site, path, sentences, result = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
+sys.path.insert(0, site)
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  registers the tokenizer ops
+import tensorflow_hub as hub
+import tf_keras
+
+x = tf.constant(sentences)
+loaded = hub.load(path)
+arrays = {
+    "call": loaded(x).numpy(),
+    "call_eval": loaded(x, training=False).numpy(),
+    "serving": loaded.signatures["serving_default"](sentences=x)["embeddings"].numpy(),
+    "call_train_1": loaded(x, training=True).numpy(),
+    "call_train_2": loaded(x, training=True).numpy(),
+}
+counts = {"variables": len(loaded.variables), "trainable_variables": len(loaded.trainable_variables),
+          "regularization_losses": len(loaded.regularization_losses)}
+for trainable in (True, False):
+    layer = hub.KerasLayer(path, trainable=trainable)
+    inputs = tf_keras.Input(shape=[], dtype=tf.string)
+    model = tf_keras.Model(inputs, tf_keras.layers.Dense(1)(layer(inputs)))
+    model.compile(optimizer=tf_keras.optimizers.Adam(1e-3), loss="mse")
+    arrays[f"before_{trainable}"] = layer(x, training=False).numpy()
+    model.train_on_batch(x, np.ones([len(sentences), 1], np.float32))
+    arrays[f"after_{trainable}"] = layer(x, training=False).numpy()
+    counts[f"layer_trainable_weights_{trainable}"] = len(layer.trainable_weights)
+    counts[f"layer_weights_{trainable}"] = len(layer.weights)
+allowed = (site, sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"])
+# AutoGraph writes the functions it converts to temporary modules: generated, not installed, code.
+counts["outside"] = sorted(name for name, module in list(sys.modules.items())
+                           if getattr(module, "__file__", None) and not module.__file__.startswith(allowed)
+                           and not name.startswith("__autograph_generated_file"))
+np.savez(result + ".npz", **arrays)
+with open(result + ".json", "w") as f:
+    json.dump(counts, f)
+"""
+
+
+def _clean_site(directory, distributions=CLEAN_DISTRIBUTIONS) -> str:
+    """A site folder of links to `distributions` and everything they declare (nothing else):
+    with `python -I -S` and only this folder added to sys.path, a fresh interpreter sees what
+    `pip install <distributions>` would give a user, and no code of this project."""
+    def canonical(name):
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    os.makedirs(directory)
+    pending, seen = list(distributions), set()
+    while pending:
+        name = canonical(pending.pop())
+        if name in seen:
+            continue
+        seen.add(name)
+        dist = importlib.metadata.distribution(name)
+        for requirement in map(Requirement, dist.requires or ()):
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                pending.append(requirement.name)
+        for file in dist.files or ():
+            top = file.parts[0]
+            link = os.path.join(directory, top)
+            # Scripts (../bin) and .pth hooks are not importable code; __pycache__ is shared.
+            if top in ("..", "__pycache__") or top.endswith(".pth") or os.path.lexists(link):
+                continue
+            os.symlink(str(dist.locate_file(top)), link)
+    return directory
+
+
+def test_exported_savedmodel_fine_tunes_through_hub_keras_layer_in_a_clean_environment(tiny_encoder, tmp_path):
+    path = str(tmp_path / "embedding")
+    export_encoder(tiny_encoder, path)
+    site = _clean_site(str(tmp_path / "site"))
+    result = str(tmp_path / "result")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    subprocess.run([sys.executable, "-I", "-S", "-c", FINE_TUNER, site, path, json.dumps(SENTENCES), result],
+                   check=True, cwd=str(tmp_path), env=env)
+    counts = json.load(open(result + ".json"))
+    arrays = dict(np.load(result + ".npz"))
+    assert counts["outside"] == []  # nothing but the clean site and the standard library was imported
+
+    n_trainable = len(tiny_encoder.trainable_variables)
+    assert counts["trainable_variables"] == n_trainable > 0
+    assert counts["variables"] == len(tiny_encoder.variables)
+    assert counts["regularization_losses"] == 0
+    # Inference: deterministic, `training` defaults to False, equal to the signature and the encoder.
+    np.testing.assert_array_equal(arrays["call"], arrays["call_eval"])
+    np.testing.assert_array_equal(arrays["call"], arrays["serving"])
+    np.testing.assert_allclose(arrays["call"], tiny_encoder(tf.constant(SENTENCES))["embedding"].numpy(), atol=1e-6)
+    # Training: dropout, a fresh mask each call.
+    assert np.abs(arrays["call_train_1"] - arrays["call_train_2"]).max() > 1e-3
+    assert np.abs(arrays["call_train_1"] - arrays["call"]).max() > 1e-3
+
+    assert counts["layer_trainable_weights_True"] == n_trainable
+    assert counts["layer_weights_True"] == len(tiny_encoder.variables)
+    np.testing.assert_array_equal(arrays["before_True"], arrays["call"])
+    assert np.abs(arrays["after_True"] - arrays["before_True"]).max() > 1e-4  # one Adam step moved the encoder
+    assert counts["layer_trainable_weights_False"] == 0
+    np.testing.assert_array_equal(arrays["after_False"], arrays["before_False"])
 
 
 def test_export_refuses_to_overwrite(tiny_encoder, tmp_path):

@@ -1,0 +1,139 @@
+"""A small Python API in the style of sentence-transformers, for use without a command line.
+
+    from common import SentenceModel
+
+    model = SentenceModel("minilm")  # any --model value: spec, run ID or path
+    embeddings = model.encode(["A man is playing a guitar.", "Someone plays an instrument."])
+    scores = model.similarity(embeddings, embeddings)  # [2, 2] cosine similarities
+
+A model is resolved by `common.evaluation.resolve.resolve_model` and encoded by its
+`Embedder.embed`, exactly as `test_sts.py` and the other evaluation scripts do.
+Where sentence-transformers names differ: its `normalize_embeddings` is `normalize`
+here, its `max_seq_length` is `max_seq_len`.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+import numpy as np
+
+from common.evaluation.resolve import resolve_model
+
+# torch.nn.functional.normalize's default, which sentence-transformers' cos_sim uses:
+# a zero vector gets similarity 0 to everything instead of NaN.
+NORM_EPSILON = 1e-12
+
+
+def _unit_rows(embeddings: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(embeddings, axis=-1, keepdims=True)  # [N, 1]
+    return embeddings / np.maximum(norms, NORM_EPSILON)
+
+
+def _as_matrix(embeddings, argument: str) -> np.ndarray:
+    """[dim] or [N, dim] numbers -> float32 [N, dim]."""
+    array = np.asarray(embeddings)
+    if array.dtype.kind not in "fiu":
+        raise ValueError(f"similarity: {argument} must be embeddings (numbers, e.g. from encode()), "
+                         f"got an array of dtype {array.dtype}; encode sentences first.")
+    if array.ndim == 1:
+        array = array[None, :]
+    if array.ndim != 2:
+        raise ValueError(f"similarity: {argument} must be one embedding [dim] or a matrix [n, dim], "
+                         f"got shape {array.shape}.")
+    return array.astype(np.float32, copy=False)
+
+
+def similarity(a, b) -> np.ndarray:
+    """Cosine similarity of every row of `a` with every row of `b` (sentence-transformers' `cos_sim`).
+
+    Args:
+        a: array-like [n, dim] or [dim]. Embeddings.
+        b: array-like [m, dim] or [dim]. Embeddings of the same width.
+
+    Returns:
+        float32 array [n, m] (a 1-D input counts as one row).
+
+    Raises:
+        ValueError: for inputs that are not 1-D or 2-D numbers, or of different widths.
+    """
+    a, b = _as_matrix(a, "a"), _as_matrix(b, "b")
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"similarity: a has {a.shape[1]} dimensions and b {b.shape[1]}; "
+                         "compare embeddings of the same model.")
+    return _unit_rows(a) @ _unit_rows(b).T  # [n, m]
+
+
+class SentenceModel:
+    """A sentence encoder loaded from any `--model` value.
+
+    Args:
+        model: str. An encoder spec ("minilm", "tiny", "bert_tiny", "small", a TF
+            Hub URL, ...), a run ID `YYYYMMDD-HHMMSS` or "latest" under
+            `artifacts_dir`, or a local or `gs://` path (a run's artifact
+            directory, an embedding SavedModel, a TF-Hub-format BERT or a Hugging
+            Face BERT directory). The same values as `test_sts.py --model`.
+        artifacts_dir: str. Root of the artifacts for run IDs. Defaults to "artifacts".
+        model_location: str. "local", or "gcs" to read run IDs from
+            `gs://<gcs_bucket>/model/<ID>`. Defaults to "local".
+        gcs_bucket: str. Bucket for `model_location="gcs"`.
+        max_seq_len: int. Truncation length for encoder specs (sentence-transformers'
+            `max_seq_length`); exported models keep their own. Defaults to the model's.
+
+    Raises:
+        ValueError: for a value that is not a model, naming the valid forms.
+        FileNotFoundError: for a run ID or path that does not exist.
+    """
+
+    def __init__(self, model: str = "minilm", artifacts_dir: str = "artifacts", model_location: str = "local",
+                 gcs_bucket: Optional[str] = None, max_seq_len: Optional[int] = None):
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError(f"SentenceModel needs a model: an encoder spec such as 'minilm', a run ID "
+                             f"YYYYMMDD-HHMMSS or a path; got {model!r}.")
+        self._embedder = resolve_model(model, artifacts_dir=artifacts_dir, model_location=model_location,
+                                       gcs_bucket=gcs_bucket, max_seq_len=max_seq_len)
+
+    @property
+    def name(self) -> str:
+        """The run ID, or a file-name-safe form of the spec or path (as in result files)."""
+        return self._embedder.name
+
+    @property
+    def source(self) -> str:
+        """What was loaded: the SavedModel directory, the path or the spec."""
+        return self._embedder.source
+
+    def encode(self, sentences: Union[str, Sequence[str]], batch_size: int = 32, normalize: bool = False,
+               show_progress_bar: bool = False) -> np.ndarray:
+        """Embeds sentences, in batches of similar length, in the order given.
+
+        Args:
+            sentences: str or sequence of str.
+            batch_size: int. Sentences per forward pass. Defaults to 32.
+            normalize: bool. L2-normalise each embedding (sentence-transformers'
+                `normalize_embeddings`); then a dot product is the cosine. Models
+                that normalise already (MiniLM) are unchanged. Defaults to False.
+            show_progress_bar: bool. A tqdm bar over the batches. Defaults to False.
+
+        Returns:
+            float32 array [len(sentences), dim], or [dim] for a single str.
+
+        Raises:
+            ValueError: for an empty list, an item that is not a str, or batch_size < 1.
+        """
+        single = isinstance(sentences, str)
+        batch = [sentences] if single else list(sentences)
+        if not batch:
+            raise ValueError("encode: no sentences given; pass a str or a non-empty list of str.")
+        for i, sentence in enumerate(batch):
+            if not isinstance(sentence, str):
+                raise ValueError(f"encode: sentences must be str, got {type(sentence).__name__} at index {i}.")
+        embeddings = self._embedder.embed(batch, batch_size=batch_size, progress=show_progress_bar)
+        if normalize:
+            embeddings = _unit_rows(embeddings)
+        return embeddings[0] if single else embeddings
+
+    similarity = staticmethod(similarity)
+
+    def __repr__(self) -> str:
+        return f"SentenceModel({self.source!r})"
