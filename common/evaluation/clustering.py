@@ -335,7 +335,8 @@ def _scatter(ax, points: np.ndarray, groups: np.ndarray, title: str, noise=None)
         ax.scatter(points[sel, 0], points[sel, 1], s=4, alpha=0.3, color="lightgrey", label=f"noise ({sel.sum()})")
     for i, name in enumerate(names):
         sel = groups == name
-        ax.scatter(points[sel, 0], points[sel, 1], s=6, alpha=0.6, color=cmap(i % cmap.N), label=f"{name} ({sel.sum()})")
+        ax.scatter(points[sel, 0], points[sel, 1], s=6, alpha=0.6, color=cmap(i % cmap.N),
+                   label=f"{name} ({sel.sum()})")
     ax.set_title(title, fontsize=9)
     ax.set_xticks([])
     ax.set_yticks([])
