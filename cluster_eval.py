@@ -1,26 +1,36 @@
-"""Clusters a labelled collection with each model's embeddings: k-means (k = number
-of labels), V-measure against the labels, and a 2-D picture coloured by label.
+"""Clusters a labelled collection with each model's embeddings and scores the clusters
+against the labels (V-measure, homogeneity, completeness), with a 2-D picture coloured
+by label and by cluster side by side.
 
     python cluster_eval.py --models=minilm,20261122-101500 --dataset=TREC --data_path=../shared/data
+    python cluster_eval.py --models=minilm --dataset=TREC --algorithm=kmeans,hdbscan --reduce=none,pca
+    python cluster_eval.py --models=minilm --dataset=TREC --algorithm=hdbscan --reduce=umap   # needs `make umap`
     python cluster_eval.py --models=minilm --dataset=my_texts.tsv --text_column=text --label_column=label
 
-Writes artifacts/test/cluster_<model>_<dataset>.json and .png per model and prints one table.
+`--algorithm` and `--reduce` take lists: every combination is run on the same embeddings.
+Writes artifacts/test/cluster_<model>_<dataset>_<algorithm>-<reduce>.json and .png and
+prints one table.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
-import tensorflow as tf
 from absl import app, flags
 
 from common import cli  # first: it quiets TensorFlow's start-up
 
+import tensorflow as tf  # noqa: E402  (after cli)
 from common import artifacts
-from common.evaluation.clustering import PROJECTIONS, cluster_scores, load_labelled_file, load_senteval_task, plot_projection, project_2d
+from common.evaluation.clustering import (ALGORITHMS, PROJECTIONS, REDUCTIONS, ClusterConfig, cluster_embeddings,
+                                          load_labelled_file, load_senteval_task, plot_projection, project_2d,
+                                          score_clustering)
 from common.flags import define_data_flags
 from common.artifacts import MODEL_LOCATIONS
 from common.evaluation.resolve import resolve_model, safe_name
+
+_DEFAULTS = ClusterConfig()
 
 define_data_flags()
 flags.DEFINE_list("models", ["minilm"], "Models to compare: run IDs, paths or encoder specs.")
@@ -28,9 +38,21 @@ flags.DEFINE_string("dataset", "TREC", "A SentEval classification task (TREC, MR
 flags.DEFINE_string("split", "train", "Split of a SentEval task.")
 flags.DEFINE_string("text_column", "text", "Text column of a .tsv/.csv file.")
 flags.DEFINE_string("label_column", "label", "Label column of a .tsv/.csv file.")
+flags.DEFINE_list("algorithm", [_DEFAULTS.algorithm],
+                  f"Clustering algorithm(s), from {', '.join(ALGORITHMS)}: k-means with k = the number of labels, or "
+                  "HDBSCAN (finds its own clusters and leaves noise).")
+flags.DEFINE_list("reduce", [_DEFAULTS.reduce],
+                  f"Dimension reduction(s) before clustering, from {', '.join(REDUCTIONS)} (umap: `make umap`).")
+flags.DEFINE_integer("reduce_dims", _DEFAULTS.reduce_dims, "Dimensions after --reduce=pca|umap.", lower_bound=1)
+flags.DEFINE_integer("umap_neighbors", _DEFAULTS.umap_neighbors, "UMAP's n_neighbors (cosine, min_dist 0).",
+                     lower_bound=2)
+flags.DEFINE_integer("min_cluster_size", _DEFAULTS.min_cluster_size, "HDBSCAN's smallest cluster.", lower_bound=2)
+flags.DEFINE_integer("min_samples", _DEFAULTS.min_samples,
+                     "HDBSCAN's neighbourhood for core distances (the point itself counted); default: "
+                     "--min_cluster_size.", lower_bound=1)
 flags.DEFINE_enum("projection", "pca", PROJECTIONS, "2-D projection for the picture.")
 flags.DEFINE_integer("max_samples", 0, "Use a seeded sample of at most this many texts (0: all).", lower_bound=0)
-flags.DEFINE_integer("seed", 0, "Seed of k-means, the projection and sampling.")
+flags.DEFINE_integer("seed", 0, "Seed of k-means, the reductions, the projection and sampling.")
 flags.DEFINE_string("artifacts_dir", "artifacts", "Root of model/ and test/.")
 flags.DEFINE_enum("model_location", "local", MODEL_LOCATIONS, "Where run IDs live.")
 flags.DEFINE_string("gcs_bucket", None, "Bucket for --model_location=gcs.")
@@ -38,11 +60,29 @@ flags.DEFINE_integer("batch_size", 128, "Sentences per encoding batch.", lower_b
 FLAGS = flags.FLAGS
 
 
+def _configs():
+    """One validated ClusterConfig per (--algorithm, --reduce) combination."""
+    configs = []
+    for algorithm in FLAGS.algorithm:
+        for reduce in FLAGS.reduce:
+            configs.append(ClusterConfig(
+                algorithm=algorithm, reduce=reduce, reduce_dims=FLAGS.reduce_dims, umap_neighbors=FLAGS.umap_neighbors,
+                min_cluster_size=FLAGS.min_cluster_size, min_samples=FLAGS.min_samples, seed=FLAGS.seed).validate())
+    if not configs:
+        raise ValueError("--algorithm and --reduce must each name at least one choice.")
+    if any(c.reduce == "umap" for c in configs) or FLAGS.projection == "umap":
+        from common.evaluation.clustering import require_umap
+
+        require_umap("--reduce=umap" if any(c.reduce == "umap" for c in configs) else "--projection=umap")
+    return configs
+
+
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     import numpy as np
 
+    configs = _configs()  # before any encoding: a missing extra or a bad setting fails at once
     if os.path.splitext(FLAGS.dataset)[1] in (".tsv", ".csv", ".txt") or FLAGS.dataset.startswith("gs://"):
         texts, labels = load_labelled_file(FLAGS.dataset, FLAGS.text_column, FLAGS.label_column)
         dataset = safe_name(os.path.splitext(os.path.basename(FLAGS.dataset))[0])
@@ -52,25 +92,39 @@ def main(argv):
     if FLAGS.max_samples and len(texts) > FLAGS.max_samples:
         keep = np.sort(np.random.default_rng(FLAGS.seed).choice(len(texts), FLAGS.max_samples, replace=False))
         texts, labels = [texts[i] for i in keep], [labels[i] for i in keep]
+    k = len(set(labels))
+    if k < 2:
+        raise ValueError(f"Clustering needs at least 2 labels, got {k}.")
     out_dir = artifacts.test_dir(FLAGS.artifacts_dir)
     tf.io.gfile.makedirs(out_dir)
     rows = []
     for model in FLAGS.models:
         embedder = resolve_model(model, FLAGS.artifacts_dir, FLAGS.model_location, FLAGS.gcs_bucket)
         vectors = embedder.embed(texts, FLAGS.batch_size, progress=len(texts) > 2000)
-        scores = cluster_scores(vectors, labels, FLAGS.seed)
-        stem = artifacts.join(out_dir, f"cluster_{embedder.name}_{dataset}")
-        plot_projection(project_2d(vectors, FLAGS.projection, FLAGS.seed), labels, stem + ".png",
-                        f"{embedder.name} on {dataset} ({FLAGS.projection}); V-measure {scores['v_measure']:.1f}")
-        artifacts.write_json(stem + ".json", {"model": embedder.name, "source": embedder.source,
-                                              "dataset": dataset, "projection": FLAGS.projection,
-                                              "seed": FLAGS.seed, **scores, "picture": stem + ".png"})
-        rows.append((embedder.name, scores))
-    print(f"dataset: {dataset} ({len(texts)} texts, {len(set(labels))} labels)")
-    print(f"{'model':<24} {'V-measure':>9} {'homog.':>7} {'compl.':>7}")
-    for name, s in rows:
-        print(f"{name:<24} {s['v_measure']:9.2f} {s['homogeneity']:7.2f} {s['completeness']:7.2f}")
-    print(f"results and pictures in {out_dir}/cluster_<model>_{dataset}.json/.png")
+        points = project_2d(vectors, FLAGS.projection, FLAGS.seed)
+        for config in configs:
+            clustering = cluster_embeddings(vectors, k, config)
+            scores = score_clustering(clustering, labels)
+            stem = artifacts.join(out_dir, f"cluster_{embedder.name}_{dataset}_{config.name}")
+            noise = f", noise {scores['noise_percent']:.1f} %" if config.algorithm == "hdbscan" else ""
+            plot_projection(points, labels, stem + ".png",
+                            f"{embedder.name} on {dataset} ({FLAGS.projection} projection); {config.name}: "
+                            f"V-measure {scores['v_measure']:.1f}{noise}",
+                            clusters=clustering.raw, cluster_title=f"by cluster ({scores['clusters']} found{noise})")
+            artifacts.write_json(stem + ".json", {"model": embedder.name, "source": embedder.source,
+                                                  "dataset": dataset, "projection": FLAGS.projection,
+                                                  "clustering": {**dataclasses.asdict(config), "name": config.name},
+                                                  **scores, "picture": stem + ".png"})
+            rows.append((embedder.name, config, scores))
+    print(f"dataset: {dataset} ({len(texts)} texts, {k} labels)")
+    print("raw: noise kept as its own cluster; assigned: each noise point moved to its most probable cluster")
+    print(f"{'model':<20} {'clustering':<16} {'clusters':>8} {'noise %':>7} {'V-measure':>9} {'homog.':>7} "
+          f"{'compl.':>7} {'V assigned':>10} {'homog.':>7} {'compl.':>7}")
+    for name, config, s in rows:
+        print(f"{name:<20} {config.name:<16} {s['clusters']:8d} {s['noise_percent']:7.1f} {s['v_measure']:9.2f} "
+              f"{s['homogeneity']:7.2f} {s['completeness']:7.2f} {s['assigned_v_measure']:10.2f} "
+              f"{s['assigned_homogeneity']:7.2f} {s['assigned_completeness']:7.2f}")
+    print(f"results and pictures in {out_dir}/cluster_<model>_{dataset}_<clustering>.json/.png")
 
 
 if __name__ == "__main__":

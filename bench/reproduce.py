@@ -319,39 +319,32 @@ def claims(scores: Dict[str, Any]) -> List[str]:
 
 
 def _scalars(run_root: str, tag: str):
-    """(steps, values) of a scalar in a run's TensorBoard event files (all pieces of a resumed run)."""
+    """(steps, values) of a scalar in a run's TensorBoard event files (every piece of a resumed run, and a
+    phased run's phases end to end), read by `common.training.curves` as the run's own picture is."""
     import glob
 
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from common.training.curves import read_scalars, series
 
-    points = {}
-    for events in sorted(glob.glob(os.path.join(run_root, "log", "*", "*", "events.*"))
-                         + glob.glob(os.path.join(run_root, "log", "*", "events.*"))):
-        acc = EventAccumulator(os.path.dirname(events), size_guidance={"scalars": 0, "tensors": 0})
-        acc.Reload()
-        if tag in acc.Tags().get("scalars", []):
-            points.update({e.step: e.value for e in acc.Scalars(tag)})
-        elif tag in acc.Tags().get("tensors", []):
-            import tensorflow as tf
-
-            points.update({e.step: float(tf.make_ndarray(e.tensor_proto)) for e in acc.Tensors(tag)})
-    steps = sorted(points)
-    return steps, [points[s] for s in steps]
+    steps, values = [], []
+    for log_dir in sorted(glob.glob(os.path.join(run_root, "log", "*"))):
+        found = series(read_scalars(log_dir), tag)
+        steps += found.steps
+        values += found.values
+    return steps, values
 
 
 def plot(scores: Dict[str, Any], root: str) -> List[str]:
     """sts_vs_labels.png (PAUSE vs supervised-only, mean ± std over seeds) and training_curves.png."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
+
+    from common.figures import new_figure, write_png
 
     written = []
     g = _groups(scores)
     pcts = [p for p in FLAGS.percentages if g.get(f"pause {p}%") and g.get(f"supervised {p}%")]
     if pcts:
-        fig, ax = plt.subplots(figsize=(6, 4))
+        fig = new_figure((6, 4), dpi=120)
+        ax = fig.subplots()
         for kind, marker in (("pause", "o"), ("supervised", "s")):
             values = [[e["sts_avg"] for e in g[f"{kind} {p}%"]] for p in pcts]
             ax.errorbar([float(p) for p in pcts], [np.mean(v) for v in values], yerr=[np.std(v) for v in values],
@@ -367,9 +360,8 @@ def plot(scores: Dict[str, Any], root: str) -> List[str]:
         ax.legend(fontsize=8)
         fig.tight_layout()
         path = os.path.join(root, "sts_vs_labels.png")
-        fig.savefig(path, dpi=120)
+        write_png(fig, path)
         written.append(path)
-        plt.close(fig)
     curves = [("pretrain", "train/loss", "masked-LM loss"), ("pretrain", "eval/heldout_loss", "held-out masked-LM loss"),
               ("pretrain", "eval/heldout_accuracy", "held-out masked-LM accuracy"),
               ("simcse unsup", "train/loss", "SimCSE unsup loss"), ("simcse sup", "train/loss", "SimCSE sup loss"),
@@ -386,7 +378,8 @@ def plot(scores: Dict[str, Any], root: str) -> List[str]:
     if panels:
         cols = 3
         rows = (len(panels) + cols - 1) // cols
-        fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False)
+        fig = new_figure((4 * cols, 3 * rows), dpi=100)
+        axes = fig.subplots(rows, cols, squeeze=False)
         for ax, (label, steps, values) in zip(axes.flat, panels):
             ax.plot(steps, values, marker="." if len(steps) < 20 else None)
             ax.set_title(label, fontsize=9)
@@ -395,9 +388,8 @@ def plot(scores: Dict[str, Any], root: str) -> List[str]:
             ax.axis("off")
         fig.tight_layout()
         path = os.path.join(root, "training_curves.png")
-        fig.savefig(path, dpi=100)
+        write_png(fig, path)
         written.append(path)
-        plt.close(fig)
     return written
 
 

@@ -5,7 +5,9 @@ the strategy, reserve the run ID (`common.artifacts.new_run_id`) or reload the
 saved configuration of a run to resume, build the method's model (seeded),
 compile it with the shared optimizer, train through
 `common.training.loop.run_training`, call the evaluator it was given at the end
-of each epoch, and publish `<artifacts>/model/<ID>/` atomically.
+of each epoch, and publish `<artifacts>/model/<ID>/` atomically, with the run's
+training curves (`training_curves.png`, drawn from its TensorBoard scalars by
+`common.training.curves`; see `draw_curves` for what happens when they cannot be drawn).
 
 A method whose run trains several models in turn (Trans-Encoder's cycles)
 registers a `driver` instead of the single-model part (`train_single_model`):
@@ -29,12 +31,13 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from common import artifacts
+from common import artifacts, figures
 from common.data.sources import evaluation_sets_in
 from common.models.encoder import EncoderConfig
 from common.models.export import export_encoder, export_pair_model, package_versions
 from common.training import registry
 from common.training.config import TrainConfig
+from common.training.curves import CURVES_FILE, plot_training_curves, read_scalars
 from common.training.distribute import is_chief, make_strategy
 from common.training.loop import LoopConfig, NonFiniteLossError, RunPaths, run_training, weights_fingerprint
 from common.training.schedules import make_optimizer
@@ -362,6 +365,32 @@ def _log_file(log_dir: Optional[str]):
         handler.close()
 
 
+def draw_curves(paths: RunPaths, method: str):
+    """The run's training curves as PNG bytes, and what `config.json` records about them.
+
+    Drawing is best effort: the curves are a view of the TensorBoard logs, which stay in
+    `paths.log_dir` whatever happens here, so a picture that cannot be drawn (matplotlib
+    missing or failing, unreadable event files) is logged as a warning and recorded as
+    `training_curves_error`, and the trained run is published without it. Writing the
+    picture is part of the atomic publish (see `_train_and_publish`): a file system that
+    fails there fails the publish like any other file, and nothing is left half-written.
+
+    Returns:
+        (PNG bytes or None, {"training_curves": file name or None[, "training_curves_error": str]}).
+    """
+    try:
+        png = plot_training_curves(read_scalars(paths.log_dir), f"run {paths.run_id} ({method})")
+    except Exception as e:  # noqa: BLE001  (any failure to draw must not lose the trained run)
+        reason = f"{type(e).__name__}: {' '.join(str(e).split())}"
+        logging.warning("Run %s: no %s (%s). The TensorBoard logs in %s hold the same scalars; draw them later with "
+                        "common.training.curves.write_training_curves(log_dir, path).", paths.run_id, CURVES_FILE,
+                        reason, paths.log_dir)
+        return None, {"training_curves": None, "training_curves_error": reason}
+    if png is None:
+        return None, {"training_curves": None, "training_curves_error": f"no scalars in {paths.log_dir}"}
+    return png, {"training_curves": CURVES_FILE}
+
+
 def _train_and_publish(config: TrainConfig, context: RunContext, method, prepared) -> Dict[str, Any]:
     paths, chief = context.paths, context.chief
     resume_command = f"python train.py --resume={paths.run_id} --artifacts_dir={config.run.artifacts_dir}"
@@ -376,11 +405,18 @@ def _train_and_publish(config: TrainConfig, context: RunContext, method, prepare
     if paths.run_id == WORKER_RUN_ID:
         tf.io.gfile.rmtree(os.path.dirname(paths.log_dir))  # a non-chief worker's scratch directory
     if chief:
+        curves, curves_record = draw_curves(paths, config.method)
         record = {"method": config.method, "config": config.to_dict(), "data": outcome.data,
                   "metrics": outcome.metrics, "trained_on_evaluation_data": list(outcome.trained_on_evaluation_data),
-                  "weights_fingerprint": outcome.weights_fingerprint, **outcome.record}
+                  "weights_fingerprint": outcome.weights_fingerprint, **outcome.record, **curves_record}
+
+        def write_models(tmp: str) -> None:
+            outcome.write_models(tmp)
+            if curves is not None:  # inside the temporary directory: published with the models, or not at all
+                figures.write_bytes(curves, artifacts.join(tmp, CURVES_FILE))
+
         try:
-            result["model_dir"] = publish_artifact(paths, record, outcome.write_models)
+            result["model_dir"] = publish_artifact(paths, record, write_models)
         except artifacts.ArtifactWriteError as e:
             raise artifacts.ArtifactWriteError(
                 f"{e} The trained run is safe in {paths.checkpoint_dir}: free space or make the destination "
