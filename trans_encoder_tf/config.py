@@ -51,6 +51,13 @@ class TransEncoderOptions:
     cross_lr: float = option(2e-5, "Cross-encoder peak learning rate.")
     cross_weight_decay: float = option(0.01, "Cross-encoder AdamW weight decay.", lower_bound=0.0)
     cross_warmup_fraction: float = option(0.1, "Cross-encoder share of warm-up steps.", lower_bound=0.0)
+    evaluation_steps: int = option(200, "Score each phase's model on STS-B dev every this many steps and at its "
+                                        "epoch ends, and end the phase with the best-scored weights (the official "
+                                        "fit(evaluation_steps=200, save_best_model=True), reloaded after each "
+                                        "phase); 0: at epoch ends only. Needs STS-B dev under --data_path.",
+                                   lower_bound=0)
+    best_in_phase: bool = option(True, "End each phase with its best-scored weights (see --evaluation_steps); "
+                                       "--nobest_in_phase ends it with its last step.")
     cross_max_seq_len: int = option(64, "Cross-encoder pair length in tokens ([CLS] a [SEP] b [SEP]).",
                                     lower_bound=3)
 

@@ -140,7 +140,7 @@ def phase_loop(config: TrainConfig, kind: str, n_pairs: int) -> LoopConfig:
     if run.train_steps_per_epoch:
         steps = min(steps, run.train_steps_per_epoch)
     return LoopConfig(total_steps=epochs * steps, steps_per_epoch=steps, checkpoint_every=run.checkpoint_every,
-                      log_every=run.log_every)
+                      log_every=run.log_every, evaluate_every=options.evaluation_steps)
 
 
 def phase_dataset(config: TrainConfig, model, kind: str, sentences1, sentences2, labels, seed: int):
@@ -286,12 +286,19 @@ def driver(ctx: RunContext) -> RunOutcome:
                     runner.restore(phase_name(cycle - 1, kind, m), model.weights_checkpoint())
                 make_dataset = phase_dataset(config, model, kind, s1, s2, labels, config.run.seed + index)
 
-                def on_epoch_end(epoch, step, model=model, kind=kind, loop=loop):
-                    if config.run.eval_each_epoch and step < loop.total_steps:
+                select = None
+                if config.options.best_in_phase and ctx.evaluator is not None:
+                    # Every worker scores (deterministically), so all keep the same weights.
+                    def select(step, model=model, kind=kind):
+                        return _evaluate(ctx.evaluator, model, kind)[0].get(DEV_KEY)
+
+                def on_epoch_end(epoch, step, model=model, kind=kind, loop=loop, select=select):
+                    # With selection the epoch ends are already scored (eval/selection_score).
+                    if config.run.eval_each_epoch and step < loop.total_steps and select is None:
                         return _evaluate(evaluator, model, kind)[0]
                     return {}
 
-                metrics = runner.train(name, model, make_dataset, loop, on_epoch_end)
+                metrics = runner.train(name, model, make_dataset, loop, on_epoch_end, select)
                 scores, predictions = _evaluate(evaluator, model, kind)
                 if predictions is not None:
                     runner.save_array(name, "dev_predictions", predictions)

@@ -46,6 +46,10 @@ class LoopConfig:
         checkpoint_every: int. Steps between checkpoints. Defaults to 500.
         log_every: int. Steps between TensorBoard/log lines. Defaults to 50.
         max_checkpoints: int. Checkpoints kept. Defaults to 2.
+        evaluate_every: int. With a `select` function given to `run_training`:
+            steps between two scorings of the model (each epoch's end is scored
+            too), the best-scored weights being what the run ends with; 0
+            scores only at epoch ends. Defaults to 0.
     """
 
     total_steps: int
@@ -53,6 +57,7 @@ class LoopConfig:
     checkpoint_every: int = 500
     log_every: int = 50
     max_checkpoints: int = 2
+    evaluate_every: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,10 +150,60 @@ def _learning_rate(optimizer) -> float:
     return float(lr.numpy() if hasattr(lr, "numpy") else lr)
 
 
+class BestWeights:
+    """The best-scored weights of a run so far: in memory on every worker, on disk on the chief.
+
+    The chief writes them to `<checkpoint_dir>/best/` (`weights` and `best.json`
+    with the step and the score) before the step's own checkpoint, so a run
+    killed anywhere resumes knowing its best so far: a kill between the two
+    redoes the step, reaches the same weights (exact resume) and scores them the
+    same, which is no improvement. Every worker scores the model itself (the
+    scores are deterministic), so all make the same choices.
+    """
+
+    SUBDIR = "best"
+
+    def __init__(self, model: keras.Model, checkpoint_dir: str, chief: bool):
+        self.model, self.chief = model, chief
+        self.directory = os.path.join(checkpoint_dir, self.SUBDIR)
+        self.step, self.score, self.values = None, None, None
+        record = os.path.join(self.directory, "best.json")
+        if tf.io.gfile.exists(record):
+            with tf.io.gfile.GFile(record) as f:
+                saved = json.load(f)
+            current = [v.numpy() for v in model.weights]
+            self._checkpoint().read(os.path.join(self.directory, "weights")).assert_consumed()
+            self.values = [v.numpy() for v in model.weights]
+            for v, value in zip(model.weights, current):
+                v.assign(value)
+            self.step, self.score = int(saved["step"]), float(saved["score"])
+
+    def _checkpoint(self) -> tf.train.Checkpoint:
+        return tf.train.Checkpoint(**{f"w{i}": v for i, v in enumerate(self.model.weights)})
+
+    def offer(self, step: int, score: Optional[float]) -> bool:
+        """Keeps the model's weights if `score` beats the best so far (ties keep the earlier)."""
+        if score is None or not math.isfinite(score) or (self.score is not None and score <= self.score):
+            return False
+        self.step, self.score = step, float(score)
+        self.values = [v.numpy() for v in self.model.weights]
+        if self.chief:
+            self._checkpoint().write(os.path.join(self.directory, "weights"))
+            artifacts.write_json(os.path.join(self.directory, "best.json"), {"step": step, "score": self.score})
+        return True
+
+    def restore(self) -> None:
+        """Puts the best weights back into the model (nothing when none was scored)."""
+        if self.values is not None:
+            for v, value in zip(self.model.weights, self.values):
+                v.assign(value)
+
+
 def run_training(model: keras.Model, make_dataset: Callable[[int], tf.data.Dataset],
                  strategy: tf.distribute.Strategy, loop: LoopConfig, paths: RunPaths, chief: bool = True,
                  on_epoch_end: Optional[Callable[[int, int], Dict[str, float]]] = None,
-                 after_step: Optional[Callable[[int, keras.Model], None]] = None) -> Dict[str, float]:
+                 after_step: Optional[Callable[[int, keras.Model], None]] = None,
+                 select: Optional[Callable[[int], Optional[float]]] = None) -> Dict[str, float]:
     """Trains `model` for `loop.total_steps` optimizer steps, resuming if a checkpoint exists.
 
     Args:
@@ -164,10 +219,16 @@ def run_training(model: keras.Model, make_dataset: Callable[[int], tf.data.Datas
         on_epoch_end: callable. (epoch, step) -> metrics to log, or None.
         after_step: callable. (step, model) -> None, called after each step and
             its checkpoint (tests use it to interrupt a run).
+        select: callable or None. step -> score (higher is better, None for no
+            score), called every `loop.evaluate_every` steps and at each epoch's
+            end on every worker; the run then ends with the best-scored weights
+            (as sentence-transformers' `fit` with `save_best_model`, which the
+            official Trans-Encoder reloads after each phase), see `BestWeights`.
 
     Returns:
         The last logged metrics, plus `step` and `seconds` (training time of
-        the whole run, all pieces of a resumed run together).
+        the whole run, all pieces of a resumed run together), and with `select`
+        `best_step` and `best_score`.
 
     Raises:
         NonFiniteLossError: when the loss becomes NaN/inf (the last good
@@ -187,9 +248,10 @@ def run_training(model: keras.Model, make_dataset: Callable[[int], tf.data.Datas
         start = int(model.optimizer.iterations.numpy())
         logging.info("Resumed %s from %s at step %d.", paths.run_id, latest, start)
     before = _seconds_before(paths.checkpoint_dir, start)
+    best = BestWeights(model, paths.checkpoint_dir, chief) if select is not None else None
     if start >= loop.total_steps:
         logging.info("Run %s already finished (%d steps).", paths.run_id, start)
-        return {"step": start, "seconds": before}
+        return {"step": start, "seconds": before, **_best_of(best)}
     model.make_train_function()
     train_fn = model.train_function
     iterator = iter(strategy.experimental_distribute_dataset(make_dataset(start)))
@@ -221,6 +283,14 @@ def run_training(model: keras.Model, make_dataset: Callable[[int], tf.data.Datas
                              _duration((loop.total_steps - step) / rate))
                 for metric in model.metrics:
                     metric.reset_state()
+            if best is not None and (step % loop.steps_per_epoch == 0 or step == loop.total_steps
+                                     or (loop.evaluate_every and step % loop.evaluate_every == 0)):
+                score = select(step)
+                if best.offer(step, score):
+                    logging.info("step %d: best score so far, %.4g.", step, score)
+                with writer.as_default(step=step):
+                    if score is not None:
+                        tf.summary.scalar("eval/selection_score", score)
             if step % loop.checkpoint_every == 0 or step == loop.total_steps:
                 last_good = manager.save(checkpoint_number=step)
                 if chief:
@@ -238,4 +308,14 @@ def run_training(model: keras.Model, make_dataset: Callable[[int], tf.data.Datas
     writer.flush()
     if not chief:
         tf.io.gfile.rmtree(ckpt_dir)
-    return {**logs, "step": loop.total_steps, "seconds": round(before + time.time() - began, 2)}
+    if best is not None:
+        logging.info("Run %s ends with the weights of step %s (score %s).", paths.run_id, best.step, best.score)
+    return {**logs, "step": loop.total_steps, "seconds": round(before + time.time() - began, 2), **_best_of(best)}
+
+
+def _best_of(best: Optional[BestWeights]) -> Dict[str, float]:
+    """Puts the best weights into the model and reports them ({} without selection or score)."""
+    if best is None or best.step is None:
+        return {}
+    best.restore()
+    return {"best_step": best.step, "best_score": best.score}

@@ -4,7 +4,8 @@ A phase is one `common.training.loop.run_training` of one model, with its own
 checkpoints under `<ckpt>/<ID>/phases/<name>/` and TensorBoard logs under
 `<log>/<ID>/<name>/`. When a phase ends, its final weights (`final/`) and a
 record (`done.json`: steps, scores) are written there and its training
-checkpoints (optimizer state included) are deleted. A resumed run skips the
+checkpoints (optimizer state included, and the best-scored weights of a phase
+that selects them) are deleted. A resumed run skips the
 phases that are done (their records and final weights are read back) and
 continues the first unfinished one from its last checkpoint; what a phase
 computes from earlier phases before it trains (Trans-Encoder's pseudo-labels)
@@ -27,7 +28,7 @@ import tensorflow as tf
 from absl import logging
 
 from common import artifacts
-from common.training.loop import LoopConfig, RunPaths, run_training
+from common.training.loop import BestWeights, LoopConfig, RunPaths, run_training
 
 PHASES_SUBDIR = "phases"
 DONE_FILE = "done.json"
@@ -84,9 +85,10 @@ class PhaseRunner:
             return np.load(io.BytesIO(f.read()), allow_pickle=False)
 
     def train(self, name: str, model: keras.Model, make_dataset: Callable[[int], tf.data.Dataset],
-              loop: LoopConfig, on_epoch_end: Optional[Callable[[int, int], Dict[str, float]]] = None
-              ) -> Dict[str, float]:
-        """Trains (or resumes) phase `name`: `run_training` in the phase's own directories."""
+              loop: LoopConfig, on_epoch_end: Optional[Callable[[int, int], Dict[str, float]]] = None,
+              select: Optional[Callable[[int], Optional[float]]] = None) -> Dict[str, float]:
+        """Trains (or resumes) phase `name`: `run_training` in the phase's own directories
+        (with `select`, the phase ends with its best-scored weights)."""
         ctx = self.context
         paths = RunPaths(ctx.paths.run_id, artifacts.join(ctx.paths.log_dir, name), self.directory(name),
                          ctx.paths.model_dir)
@@ -98,7 +100,7 @@ class PhaseRunner:
         logging.info("Phase %s: %d steps (run steps %d-%d).", name, loop.total_steps, offset + 1,
                      offset + loop.total_steps)
         return run_training(model, make_dataset, ctx.strategy, loop, paths, ctx.chief, on_epoch_end,
-                            after_step if ctx.after_step is not None else None)
+                            after_step if ctx.after_step is not None else None, select)
 
     def complete(self, name: str, weights: tf.train.Checkpoint, steps: int, record: Dict[str, Any]) -> None:
         """Marks phase `name` finished: final weights, then `done.json`, then its
@@ -112,6 +114,9 @@ class PhaseRunner:
         artifacts.write_json(artifacts.join(directory, DONE_FILE), {**record, "steps": steps})  # atomic
         for path in tf.io.gfile.glob(artifacts.join(directory, "ckpt-*")):
             tf.io.gfile.remove(path)
+        best = artifacts.join(directory, BestWeights.SUBDIR)
+        if tf.io.gfile.exists(best):  # the phase's best weights are its final ones now
+            tf.io.gfile.rmtree(best)
 
     def restore(self, name: str, weights: tf.train.Checkpoint) -> None:
         """Loads a finished phase's final weights into `weights`' objects."""

@@ -38,6 +38,10 @@ def test_two_cycles_through_train_py_then_test_sts_py_in_both_modes(tmp_path):
     assert [p["phase"] for p in record["phases"]] == ["cycle1_cross_a", "cycle1_bi_a", "cycle2_cross_a",
                                                       "cycle2_bi_a"]
     assert all("stsb_dev_spearman" in p and p["steps"] == 2 for p in record["phases"])
+    # Each phase was scored on STS-B dev while it trained and ended with its best-scored weights.
+    for p in record["phases"]:
+        assert p["metrics"]["best_step"] == 2
+        np.testing.assert_allclose(p["metrics"]["best_score"], p["stsb_dev_spearman"], atol=1e-6)
     assert [sorted(c) for c in record["cycles"]] == [["bi_a", "cross_a", "cycle"]] * 2
     assert "bi_a" in record["start"] and set(record["best_cycle"]) == {"bi", "cross"}
     assert "stsb_dev_spearman" in record["metrics"] and "cross_stsb_dev_spearman" in record["metrics"]
