@@ -421,9 +421,13 @@ def write_results(scores: Dict[str, Any], root: str) -> str:
                       f"{100 * metrics.get('heldout_accuracy', float('nan')):.1f} %."]
     first = _first_run_start(root)
     meta = scores.get("_meta", {})
+    trained = sum(e.get("train_seconds", 0.0) for k, e in scores.items() if isinstance(e, dict) and k != "_meta")
+    if trained:
+        lines.append(f"Training time of all runs (each with its end-of-run evaluation; a resumed run counts its "
+                     f"last piece): {trained:.0f} s.")
     if first and meta.get("updated"):
         lines.append(f"Ladder wall time: {meta['updated'] - first:.0f} s from its first run's start to its last "
-                     "result.")
+                     "result, interruptions and the time between sessions included.")
     lines += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in plot(scores, root)]
     text = "\n".join(lines)
     with open(os.path.join(root, "results.md"), "w") as f:
