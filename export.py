@@ -4,8 +4,8 @@
     python export.py --model=minilm --format=tflite --out=exports/minilm-tflite
     python export.py --model=minilm --format=tflite --quantize=int8 --out=exports/minilm-int8
 
---model takes what test_sts.py takes, when an encoder is behind it: a run ID, a run's
-directory, a Hugging Face BERT folder, a TF-Hub BERT or an encoder spec. The
+--model takes what test_sts.py takes, when a Keras BERT encoder is behind it: a run ID, a
+run's directory, a Hugging Face BERT folder or an encoder spec (minilm, a fresh BERT). The
 sentence-transformers folder loads with SentenceTransformer(folder), keras-hub's
 BertBackbone/BertTextEmbedder.from_preset(folder) and --model=<folder> here; the
 TFLite model (tokenizer inside) with --model=<out> here or a TFLite interpreter with

@@ -24,8 +24,8 @@ class ExportConfig:
     """What to export, where, and how.
 
     Attributes:
-        model: str. Any `--model` value with an encoder behind it: a run ID, a run's
-            directory, a Hugging Face BERT folder, a TF-Hub BERT or an encoder spec.
+        model: str. Any `--model` value with a Keras BERT encoder behind it: a run ID,
+            a run's directory, a Hugging Face BERT folder or an encoder spec.
         format: str. "sentence-transformers" or "tflite".
         out: str. The folder to write (local or `gs://`); it must not exist.
         quantize: str. TFLite weights: "none" (float32) or "int8" (dynamic range).
