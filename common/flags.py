@@ -29,8 +29,9 @@ def define_artifact_flags() -> None:
     flags.DEFINE_string("artifacts_dir", field.default, field.metadata["help"])
 
 
-def define_model_flags(default_model: str = "minilm") -> None:
-    """--model and where to find it, for evaluation scripts."""
+def define_model_flags(default_model: str = "minilm", batch_size: bool = True) -> None:
+    """--model and where to find it, for evaluation scripts; `batch_size=False` leaves out
+    --batch_size, for scripts that encode nothing (export.py)."""
     flags.DEFINE_string(
         "model", default_model,
         "Run ID under --artifacts_dir/model, a local or gs:// path, or an encoder spec "
@@ -41,7 +42,8 @@ def define_model_flags(default_model: str = "minilm") -> None:
     flags.DEFINE_string("gcs_bucket", None, "Bucket for --model_location=gcs.")
     flags.DEFINE_integer("max_seq_len", None,
                          "Truncation length for encoder specs; default: the model's own (256 for MiniLM) or 128.")
-    flags.DEFINE_integer("batch_size", 128, "Sentences per encoding batch.", lower_bound=1)
+    if batch_size:
+        flags.DEFINE_integer("batch_size", 128, "Sentences per encoding batch.", lower_bound=1)
 
 
 # === Training flags, generated from the configs of the registered methods ===

@@ -19,7 +19,8 @@ import tensorflow as tf
 from common import artifacts
 from common.artifacts import LATEST, model_path
 from common.evaluation.embedding import embed_sentences, score_sentence_pairs
-from common.models.encoder import VALID_SPECS_HELP, EncoderConfig, build_encoder, is_hf_bert_dir, is_saved_model_dir
+from common.models.encoder import (VALID_SPECS_HELP, EncoderConfig, SentenceEncoder, build_encoder, is_artifact_dir,
+                                   is_hf_bert_dir, is_saved_model_dir)
 from common.models.export import CROSS_INPUTS, CROSS_OUTPUT, SERVING_INPUT, SERVING_OUTPUT
 
 EMBEDDING_SUBDIR = "embedding"
@@ -205,8 +206,9 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
     Args:
         model: str. A run ID (`YYYYMMDD-HHMMSS`) under `<artifacts_dir>/model/`,
             a local or `gs://` path (an artifact directory, an embedding
-            SavedModel, a TF-Hub-format BERT or a Hugging Face BERT directory),
-            or an encoder spec ("minilm", "small", "base", a TF Hub URL, "tiny").
+            SavedModel, a TF-Hub-format BERT or a Hugging Face BERT directory, a
+            `.tflite` file or a folder holding `model.tflite`), or an encoder
+            spec ("minilm", "small", "base", a TF Hub URL, "tiny").
         artifacts_dir: str. Artifacts root for run IDs. Defaults to "artifacts".
         model_location: str. "local", or "gcs" to read run IDs from
             `gs://<gcs_bucket>/model/<ID>` as the original code did.
@@ -227,6 +229,11 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
     else:
         name = path_name(path)
     if path is not None:
+        tflite = _tflite_file(path)
+        if tflite is not None:
+            from common.models.tflite_export import TFLiteEmbedder
+
+            return Embedder(name, tflite, TFLiteEmbedder(tflite), _trained_on(path))
         candidates = [artifacts.join(path, EMBEDDING_SUBDIR), path]
         for candidate in candidates:
             if is_saved_model_dir(candidate):
@@ -238,10 +245,60 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
             return _encoder_embedder(name, path, EncoderConfig(spec=path, max_seq_len=max_seq_len))
         raise ValueError(
             f"{path}: not a model directory; expected an artifact (embedding/saved_model.pb), "
-            "an embedding SavedModel, a TF-Hub-format BERT SavedModel or a Hugging Face BERT directory."
+            "an embedding SavedModel, a TF-Hub-format BERT SavedModel, a Hugging Face BERT directory "
+            "or a TFLite export (model.tflite)."
         )
     try:
         return _encoder_embedder(name, model, EncoderConfig(spec=model, max_seq_len=max_seq_len))
+    except ValueError as e:
+        if "Unknown encoder spec" in str(e):
+            raise ValueError(
+                f"Unknown --model {model!r}. Valid forms: a run ID YYYYMMDD-HHMMSS under "
+                f"<artifacts_dir>/model/, a local or gs:// path, or {VALID_SPECS_HELP}."
+            ) from None
+        raise
+
+
+def _tflite_file(path: str) -> Optional[str]:
+    """The TFLite model `path` names (a `.tflite` file, or a folder holding `model.tflite`), else None."""
+    from common.models.tflite_export import TFLITE_FILE, is_tflite_file
+
+    for candidate in (path, artifacts.join(path, TFLITE_FILE)):
+        if is_tflite_file(candidate):
+            return candidate
+    return None
+
+
+def resolve_encoder(model: str, artifacts_dir: str = "artifacts", model_location: str = "local",
+                    gcs_bucket: Optional[str] = None, max_seq_len: Optional[int] = None) -> SentenceEncoder:
+    """Turns a `--model` value into the Keras encoder itself (weights, tokenizer, pooling), for export.
+
+    Takes the values `resolve_model` takes, except exported models: an embedding
+    SavedModel or a TFLite file holds a traced graph, not an encoder to rebuild.
+    A run's `embedding/` folder stands for its run.
+
+    Raises:
+        ValueError: for an exported model or an unknown form, naming what is accepted.
+        FileNotFoundError: for a run ID or path that does not exist.
+    """
+    path = model_path(model, artifacts_dir, model_location, gcs_bucket)
+    _require_gs_path(path)
+    if path is None:
+        spec = model
+    else:
+        parent = path.rstrip("/").rsplit("/", 1)[0] if "/" in path.rstrip("/") else "."
+        if path.rstrip("/").endswith("/" + EMBEDDING_SUBDIR) and is_artifact_dir(parent):
+            path = parent
+        if not (is_artifact_dir(path) or is_hf_bert_dir(path) or is_saved_model_dir(path)):
+            raise ValueError(f"{path}: no encoder to export; expected a run's directory (config.json, weights/), a "
+                             "Hugging Face BERT directory (config.json, model.safetensors, vocab.txt) or a "
+                             "TF-Hub-format BERT SavedModel.")
+        if is_saved_model_dir(path) and not is_artifact_dir(path) and _embedding_saved_model(path)[0] is not None:
+            raise ValueError(f"{path} is an exported embedding SavedModel: a traced graph without the encoder it "
+                             "came from. Export the run it belongs to (its run ID or artifact directory).")
+        spec = path
+    try:
+        return build_encoder(EncoderConfig(spec=spec, max_seq_len=max_seq_len))
     except ValueError as e:
         if "Unknown encoder spec" in str(e):
             raise ValueError(

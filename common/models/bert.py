@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, List, Mapping, Tuple
 
 import keras
 import numpy as np
@@ -26,6 +26,9 @@ _HF_ACTIVATIONS = {
     "gelu_pytorch_tanh": "gelu_approximate",
     "relu": "relu",
 }
+# The inverse, for export: the HF name written for each activation (gelu_new and
+# gelu_pytorch_tanh are the same tanh approximation).
+_KERAS_TO_HF_ACTIVATION = {"gelu": "gelu", "gelu_approximate": "gelu_new", "relu": "relu"}
 
 
 def gelu_approximate(x):
@@ -91,6 +94,32 @@ class BertConfig:
             )
         except KeyError as e:
             raise ValueError(f"{path}: missing key {e} in the BERT config.") from None
+
+    def to_hf_config(self, pad_token_id: int = 0) -> Dict[str, Any]:
+        """A Hugging Face `BertModel` `config.json` that `from_hf_config` reads back as this config.
+
+        Args:
+            pad_token_id: int. Id of [PAD] in the vocabulary. Defaults to 0.
+        """
+        return {
+            "architectures": ["BertModel"],
+            "model_type": "bert",
+            "vocab_size": self.vocab_size,
+            "hidden_size": self.hidden_size,
+            "num_hidden_layers": self.num_layers,
+            "num_attention_heads": self.num_heads,
+            "intermediate_size": self.intermediate_size,
+            "hidden_act": _KERAS_TO_HF_ACTIVATION[self.activation],
+            "hidden_dropout_prob": self.dropout,
+            # keras-hub's transformer layer uses one dropout rate for both.
+            "attention_probs_dropout_prob": self.dropout,
+            "max_position_embeddings": self.max_position_embeddings,
+            "type_vocab_size": self.type_vocab_size,
+            "layer_norm_eps": self.layer_norm_eps,
+            "initializer_range": 0.02,
+            "pad_token_id": pad_token_id,
+            "position_embedding_type": "absolute",
+        }
 
 
 @keras.saving.register_keras_serializable(package="common")
@@ -189,11 +218,93 @@ def hf_tensors(path: str) -> Dict[str, np.ndarray]:
     return out
 
 
-def _ln(tensors, prefix):
-    # Old checkpoints name LayerNorm parameters gamma/beta.
-    gamma = tensors.get(f"{prefix}.weight", tensors.get(f"{prefix}.gamma"))
-    beta = tensors.get(f"{prefix}.bias", tensors.get(f"{prefix}.beta"))
-    return gamma, beta
+@dataclasses.dataclass(frozen=True)
+class HFTensor:
+    """One tensor of a Hugging Face `BertModel` checkpoint and the backbone variable holding it.
+
+    PyTorch `Linear` weights are [out, in]; Keras kernels are [in, out], and the
+    attention kernels and biases are split per head ([hidden, heads, head_dim],
+    [heads, head_dim], [heads, head_dim, hidden]). Loading and exporting both read
+    this one description, so the two directions cannot drift apart.
+
+    Attributes:
+        name: str. The checkpoint key, without a "bert." prefix.
+        variable: keras.Variable. Where the tensor lives in the backbone.
+        hf_shape: tuple of int. The tensor's shape in the checkpoint.
+        linear: bool. A `Linear` weight: transposed between the two layouts.
+        optional: bool. Checkpoints may lack it (the NSP pooler); loading then
+            keeps the backbone's own values.
+    """
+
+    name: str
+    variable: Any
+    hf_shape: Tuple[int, ...]
+    linear: bool = False
+    optional: bool = False
+
+    def to_keras(self, value: np.ndarray) -> np.ndarray:
+        """The checkpoint's tensor in the variable's layout."""
+        value = np.asarray(value, dtype=np.float32)
+        return (value.T if self.linear else value).reshape(tuple(self.variable.shape))
+
+    def to_hf(self) -> np.ndarray:
+        """The variable's value in the checkpoint's layout (contiguous float32)."""
+        value = np.asarray(keras.ops.convert_to_numpy(self.variable), dtype=np.float32)
+        value = value.reshape(self.hf_shape[::-1]).T if self.linear else value.reshape(self.hf_shape)
+        return np.ascontiguousarray(value)
+
+
+def hf_weight_map(backbone: BertBackbone) -> List[HFTensor]:
+    """Every tensor of a Hugging Face `BertModel` checkpoint, paired with `backbone`'s variable.
+
+    Names are `BertModel`'s (`embeddings.*`, `encoder.layer.<i>.*`, `pooler.dense.*`),
+    LayerNorm parameters as `weight`/`bias`.
+    """
+    cfg = backbone.config
+    hidden, inner = cfg.hidden_size, cfg.intermediate_size
+    entries = [
+        HFTensor("embeddings.word_embeddings.weight", backbone.token_embedding.embeddings, (cfg.vocab_size, hidden)),
+        HFTensor("embeddings.position_embeddings.weight", backbone.position_embedding.position_embeddings,
+                 (cfg.max_position_embeddings, hidden)),
+        HFTensor("embeddings.token_type_embeddings.weight", backbone.segment_embedding.embeddings,
+                 (cfg.type_vocab_size, hidden)),
+        HFTensor("embeddings.LayerNorm.weight", backbone.embeddings_layer_norm.gamma, (hidden,)),
+        HFTensor("embeddings.LayerNorm.bias", backbone.embeddings_layer_norm.beta, (hidden,)),
+    ]
+    for i, layer in enumerate(backbone.transformer_layers):
+        p = f"encoder.layer.{i}"
+        att = layer._self_attention_layer
+        for proj, dense in (("query", att._query_dense), ("key", att._key_dense), ("value", att._value_dense)):
+            entries.append(HFTensor(f"{p}.attention.self.{proj}.weight", dense.kernel, (hidden, hidden), linear=True))
+            entries.append(HFTensor(f"{p}.attention.self.{proj}.bias", dense.bias, (hidden,)))
+        entries += [
+            HFTensor(f"{p}.attention.output.dense.weight", att._output_dense.kernel, (hidden, hidden), linear=True),
+            HFTensor(f"{p}.attention.output.dense.bias", att._output_dense.bias, (hidden,)),
+            HFTensor(f"{p}.attention.output.LayerNorm.weight", layer._self_attention_layer_norm.gamma, (hidden,)),
+            HFTensor(f"{p}.attention.output.LayerNorm.bias", layer._self_attention_layer_norm.beta, (hidden,)),
+            HFTensor(f"{p}.intermediate.dense.weight", layer._feedforward_intermediate_dense.kernel, (inner, hidden),
+                     linear=True),
+            HFTensor(f"{p}.intermediate.dense.bias", layer._feedforward_intermediate_dense.bias, (inner,)),
+            HFTensor(f"{p}.output.dense.weight", layer._feedforward_output_dense.kernel, (hidden, inner), linear=True),
+            HFTensor(f"{p}.output.dense.bias", layer._feedforward_output_dense.bias, (hidden,)),
+            HFTensor(f"{p}.output.LayerNorm.weight", layer._feedforward_layer_norm.gamma, (hidden,)),
+            HFTensor(f"{p}.output.LayerNorm.bias", layer._feedforward_layer_norm.beta, (hidden,)),
+        ]
+    entries += [
+        HFTensor("pooler.dense.weight", backbone.pooled_dense.kernel, (hidden, hidden), linear=True, optional=True),
+        HFTensor("pooler.dense.bias", backbone.pooled_dense.bias, (hidden,), optional=True),
+    ]
+    return entries
+
+
+def _checkpoint_tensor(tensors: Mapping[str, np.ndarray], name: str):
+    """The tensor `name`, or its old-style LayerNorm alias (`gamma`/`beta`); None if absent."""
+    if name in tensors:
+        return tensors[name]
+    if ".LayerNorm." in name:
+        old = name.replace(".LayerNorm.weight", ".LayerNorm.gamma").replace(".LayerNorm.bias", ".LayerNorm.beta")
+        return tensors.get(old)
+    return None
 
 
 def load_hf_weights(backbone: BertBackbone, safetensors_path: str) -> Dict[str, np.ndarray]:
@@ -203,58 +314,26 @@ def load_hf_weights(backbone: BertBackbone, safetensors_path: str) -> Dict[str, 
     `BertForPreTraining` / `BertForMaskedLM` checkpoint), empty when it has none,
     so that a method's MLM head needs no second read of the file.
 
-    PyTorch `Linear` weights are [out, in]; Keras kernels are [in, out], and the
-    attention kernels are split per head ([hidden, heads, head_dim]).
-
     Raises:
         ValueError: naming the tensor that is missing or has the wrong shape.
     """
     t = hf_tensors(safetensors_path)
-    cfg = backbone.config
-    heads, head_dim = cfg.num_heads, cfg.hidden_size // cfg.num_heads
-
-    def get(name):
-        if name not in t:
-            raise ValueError(f"{safetensors_path}: tensor {name!r} not found; is this a BERT checkpoint?")
-        return t[name]
-
-    def assign(variable, value, name):
-        value = np.asarray(value, dtype=np.float32)
-        if tuple(variable.shape) != value.shape:
+    for entry in hf_weight_map(backbone):
+        value = _checkpoint_tensor(t, entry.name)
+        if value is None:
+            if entry.optional:
+                continue
+            raise ValueError(f"{safetensors_path}: tensor {entry.name!r} not found; is this a BERT checkpoint?")
+        if tuple(value.shape) != entry.hf_shape:
             raise ValueError(
-                f"{safetensors_path}: tensor {name!r} has shape {value.shape}, "
-                f"the model expects {tuple(variable.shape)} (config mismatch?)."
+                f"{safetensors_path}: tensor {entry.name!r} has shape {tuple(value.shape)}, "
+                f"the model expects {entry.hf_shape} (config mismatch?)."
             )
-        variable.assign(value)
-
-    assign(backbone.token_embedding.embeddings, get("embeddings.word_embeddings.weight"), "word_embeddings")
-    pos = get("embeddings.position_embeddings.weight")
-    assign(backbone.position_embedding.position_embeddings, pos, "position_embeddings")
-    assign(backbone.segment_embedding.embeddings, get("embeddings.token_type_embeddings.weight"), "token_type")
-    g, b = _ln(t, "embeddings.LayerNorm")
-    assign(backbone.embeddings_layer_norm.gamma, g, "embeddings.LayerNorm")
-    assign(backbone.embeddings_layer_norm.beta, b, "embeddings.LayerNorm")
-    for i, layer in enumerate(backbone.transformer_layers):
-        p = f"encoder.layer.{i}"
-        att = layer._self_attention_layer
-        for proj, dense in (("query", att._query_dense), ("key", att._key_dense), ("value", att._value_dense)):
-            w = get(f"{p}.attention.self.{proj}.weight").T.reshape(cfg.hidden_size, heads, head_dim)
-            assign(dense.kernel, w, f"{p}.attention.self.{proj}.weight")
-            assign(dense.bias, get(f"{p}.attention.self.{proj}.bias").reshape(heads, head_dim), proj)
-        w = get(f"{p}.attention.output.dense.weight").T.reshape(heads, head_dim, cfg.hidden_size)
-        assign(att._output_dense.kernel, w, f"{p}.attention.output.dense.weight")
-        assign(att._output_dense.bias, get(f"{p}.attention.output.dense.bias"), "attention.output.bias")
-        g, b = _ln(t, f"{p}.attention.output.LayerNorm")
-        assign(layer._self_attention_layer_norm.gamma, g, f"{p}.attention.output.LayerNorm")
-        assign(layer._self_attention_layer_norm.beta, b, f"{p}.attention.output.LayerNorm")
-        assign(layer._feedforward_intermediate_dense.kernel, get(f"{p}.intermediate.dense.weight").T, "intermediate")
-        assign(layer._feedforward_intermediate_dense.bias, get(f"{p}.intermediate.dense.bias"), "intermediate")
-        assign(layer._feedforward_output_dense.kernel, get(f"{p}.output.dense.weight").T, "output.dense")
-        assign(layer._feedforward_output_dense.bias, get(f"{p}.output.dense.bias"), "output.dense")
-        g, b = _ln(t, f"{p}.output.LayerNorm")
-        assign(layer._feedforward_layer_norm.gamma, g, f"{p}.output.LayerNorm")
-        assign(layer._feedforward_layer_norm.beta, b, f"{p}.output.LayerNorm")
-    if "pooler.dense.weight" in t:
-        assign(backbone.pooled_dense.kernel, t["pooler.dense.weight"].T, "pooler.dense.weight")
-        assign(backbone.pooled_dense.bias, t["pooler.dense.bias"], "pooler.dense.bias")
+        entry.variable.assign(entry.to_keras(value))
     return {name: value for name, value in t.items() if name.startswith("cls.")}
+
+
+def hf_state_dict(backbone: BertBackbone) -> Dict[str, np.ndarray]:
+    """The backbone's weights as a Hugging Face `BertModel` state dict (float32 NumPy arrays),
+    the inverse of `load_hf_weights`."""
+    return {entry.name: entry.to_hf() for entry in hf_weight_map(backbone)}

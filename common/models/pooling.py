@@ -20,7 +20,8 @@ def masked_mean_pool(sequence_output: tf.Tensor, padding_mask: tf.Tensor) -> tf.
     Returns:
         [batch, hidden] float tensor.
     """
-    mask = tf.cast(padding_mask, sequence_output.dtype)[:, :, tf.newaxis]  # [B, T, 1]
+    # expand_dims, not [:, :, tf.newaxis]: TFLite has no kernel for a 3-D strided slice that adds an axis.
+    mask = tf.expand_dims(tf.cast(padding_mask, sequence_output.dtype), -1)  # [B, T, 1]
     total = tf.reduce_sum(sequence_output * mask, axis=1)  # [B, H]
     count = tf.maximum(tf.reduce_sum(mask, axis=1), 1e-9)  # [B, 1], never 0
     return total / count

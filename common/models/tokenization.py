@@ -208,6 +208,41 @@ class BertTokenizer(tf.Module):
         ids = tf.concat([cls, pieces, sep], axis=1)  # [batch, (len)]
         return self._pad(ids, tf.zeros_like(ids))
 
+    def pack_pieces(self, values: tf.Tensor, row_splits: tf.Tensor) -> Dict[str, tf.Tensor]:
+        """`__call__`'s truncation, [CLS]/[SEP] and padding, from flat word pieces, with dense ops only.
+
+        TFLite's built-in kernels have no ragged ops (RaggedTensorToTensor, RaggedRange,
+        RaggedGather), so the TFLite export packs a batch with gathers and selects instead.
+        Tested equal to `__call__` for any batch.
+
+        Args:
+            values: tf.Tensor. int32 [pieces]: the word-piece ids of the whole batch, row after row.
+            row_splits: tf.Tensor. int [batch + 1]: where each row starts in `values`.
+
+        Returns:
+            Dict with int32 `token_ids`, `padding_mask` and `segment_ids`, each [batch, length].
+        """
+        row_splits = tf.cast(row_splits, tf.int32)
+        starts = row_splits[:-1]  # [B]
+        kept = tf.minimum(row_splits[1:] - starts, self.config.max_seq_len - 2)  # [B] pieces kept per row
+        length = tf.maximum(tf.reduce_max(tf.concat([kept, [0]], 0)) + 2, 2)
+        multiple = self.config.pad_to_multiple_of
+        length = (length + multiple - 1) // multiple * multiple
+        position = tf.expand_dims(tf.range(length), 0)  # [1, T]
+        # One [PAD] appended so that an index is valid even when the batch has no pieces at all.
+        values = tf.concat([tf.cast(values, tf.int32), [self.pad_id]], 0)
+        index = tf.clip_by_value(tf.expand_dims(starts, 1) + position - 1, 0, tf.shape(values)[0] - 1)  # [B, T]
+        kept = tf.expand_dims(kept, 1)  # [B, 1]
+        pieces = tf.gather(values, index)  # [B, T]
+        token_ids = tf.where(position == 0, self.cls_id,
+                             tf.where(position <= kept, pieces,
+                                      tf.where(position == kept + 1, self.sep_id, self.pad_id)))
+        return {
+            "token_ids": token_ids,
+            "padding_mask": tf.cast(position < kept + 2, tf.int32),
+            "segment_ids": tf.zeros_like(token_ids),
+        }
+
     def tokenize_pairs(self, texts_a: tf.Tensor, texts_b: tf.Tensor) -> Dict[str, tf.Tensor]:
         """`[CLS] a [SEP] b [SEP]` with segment ids 0 then 1, as Hugging Face encodes a pair.
 

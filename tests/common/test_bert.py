@@ -56,5 +56,22 @@ def test_wrong_checkpoint_shape_is_a_clear_error(tmp_path):
     model_dir = write_hf_bert_dir(str(tmp_path / "hf"), os.path.join(minilm_dir(), "vocab.txt"))
     cfg = (tmp_path / "hf" / "config.json").read_text().replace('"intermediate_size": 64', '"intermediate_size": 48')
     (tmp_path / "hf" / "config.json").write_text(cfg)
-    with pytest.raises(ValueError, match=r"intermediate.*has shape \(32, 64\), the model expects \(32, 48\)"):
+    # Shapes in the checkpoint's own layout (PyTorch Linear: [out, in]), as the file holds them.
+    with pytest.raises(ValueError, match=r"'encoder.layer.0.intermediate.dense.weight' has shape \(64, 32\), "
+                                         r"the model expects \(48, 32\)"):
         build_encoder(EncoderConfig(spec=model_dir))
+
+
+def test_exported_state_dict_is_the_checkpoint_that_was_loaded(tmp_path):
+    """`hf_state_dict` inverts `load_hf_weights` through the one key-name map, bit for bit."""
+    from safetensors.numpy import load_file
+
+    from common.models.bert import hf_state_dict
+
+    model_dir = write_hf_bert_dir(str(tmp_path / "hf"), os.path.join(minilm_dir(), "vocab.txt"))
+    encoder = build_encoder(EncoderConfig(spec=model_dir))
+    want = {k.removeprefix("bert."): v for k, v in load_file(f"{model_dir}/model.safetensors").items()}
+    got = hf_state_dict(encoder.backbone)
+    assert sorted(got) == sorted(want)
+    for name, value in want.items():
+        np.testing.assert_array_equal(got[name], value, err_msg=name)

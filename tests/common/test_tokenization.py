@@ -57,6 +57,20 @@ def test_truncation_and_dynamic_padding(tmp_path):
     assert ids.shape == (2, 8) and mask.sum() == 3 + 4
 
 
+@pytest.mark.parametrize("max_seq_len,multiple", [(4, 1), (6, 1), (128, 1), (5, 8)])
+def test_dense_packing_equals_the_ragged_one(tmp_path, max_seq_len, multiple):
+    """`pack_pieces` (the TFLite export's packing) gives `__call__`'s tensors for any batch."""
+    tok = BertTokenizer(read_vocabulary(_write_vocab(tmp_path, SMALL_VOCAB)),
+                        TokenizerConfig(max_seq_len=max_seq_len, pad_to_multiple_of=multiple))
+    batches = [["hello world hello world hello", "hello", "", "cafes, world!"], [""], ["", ""], ["hello"], []]
+    for texts in batches:
+        texts = tf.constant(texts, tf.string)
+        pieces = tok.wordpiece_ids(texts)
+        dense = tok.pack_pieces(pieces.flat_values, pieces.row_splits)
+        for key, want in tok(texts).items():
+            np.testing.assert_array_equal(dense[key].numpy(), want.numpy(), err_msg=f"{key} of {texts}")
+
+
 def test_truncated_sentences_and_pairs_are_counted_at_the_boundary(tmp_path):
     tok = BertTokenizer(read_vocabulary(_write_vocab(tmp_path, SMALL_VOCAB)), TokenizerConfig(max_seq_len=5))
     # 3 word pieces fit in [CLS] x x x [SEP]; 4 do not ("worlds" is two pieces).

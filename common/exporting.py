@@ -1,0 +1,135 @@
+"""Export any `--model` for other ecosystems: a sentence-transformers (Hugging Face BERT)
+folder, or a TFLite model with the tokenizer inside. `export.py` is its command line.
+
+Every export is written to a temporary folder and renamed into place
+(`common.artifacts.write_atomically`), never over an existing one, with an
+`export.json` that records what was exported, how, and with which packages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, Optional
+
+import tensorflow as tf
+
+from common import artifacts
+
+FORMATS = ("sentence-transformers", "tflite")
+EXPORT_RECORD = "export.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportConfig:
+    """What to export, where, and how.
+
+    Attributes:
+        model: str. Any `--model` value with a Keras BERT encoder behind it: a run ID,
+            a run's directory, a Hugging Face BERT folder or an encoder spec.
+        format: str. "sentence-transformers" or "tflite".
+        out: str. The folder to write (local or `gs://`); it must not exist.
+        quantize: str. TFLite weights: "none" (float32) or "int8" (dynamic range).
+            Defaults to "none".
+        artifacts_dir: str. Where run IDs are looked up. Defaults to "artifacts".
+        model_location: str. "local" or "gcs". Defaults to "local".
+        gcs_bucket: str or None. Bucket for `model_location="gcs"`.
+        max_seq_len: int or None. Truncation length; None keeps the model's.
+    """
+
+    model: str
+    format: str
+    out: str
+    quantize: str = "none"
+    artifacts_dir: str = "artifacts"
+    model_location: str = "local"
+    gcs_bucket: Optional[str] = None
+    max_seq_len: Optional[int] = None
+
+    def validate(self) -> None:
+        """Raises ValueError for settings that cannot go together, before anything is loaded."""
+        from common.models.tflite_export import QUANTIZATIONS
+
+        if self.format not in FORMATS:
+            raise ValueError(f"--format must be one of {', '.join(FORMATS)}; got {self.format!r}.")
+        if self.quantize not in QUANTIZATIONS:
+            raise ValueError(f"--quantize must be one of {', '.join(QUANTIZATIONS)}; got {self.quantize!r}.")
+        if self.quantize != "none" and self.format != "tflite":
+            raise ValueError(f"--quantize={self.quantize} applies to --format=tflite only; a {self.format} export "
+                             "keeps the float32 weights.")
+        if not self.out:
+            raise ValueError("--out is required: the folder to write the export to (it must not exist).")
+        if self.max_seq_len is not None and self.max_seq_len < 2:
+            raise ValueError(f"--max_seq_len must be >= 2 ([CLS] and [SEP]), got {self.max_seq_len}.")
+
+
+def export_model(config: ExportConfig) -> Dict[str, Any]:
+    """Writes `config.model` to `config.out` in `config.format`.
+
+    Returns:
+        The export record (also written as `export.json`): source, format, the
+        encoder's settings, package versions and each file's size in bytes.
+
+    Raises:
+        ValueError: for invalid settings, an existing `out`, or a model that has no
+            encoder to export (see `resolve_encoder`).
+        FileNotFoundError: for a run ID or path that does not exist.
+    """
+    from common.evaluation.resolve import resolve_encoder
+    from common.models.export import package_versions
+
+    config.validate()
+    if tf.io.gfile.exists(config.out):
+        raise ValueError(f"--out={config.out} exists; an export is never written over an existing folder: "
+                         "give a new --out.")
+    artifacts.require_bucket(config.out)
+    encoder = resolve_encoder(config.model, config.artifacts_dir, config.model_location, config.gcs_bucket,
+                              config.max_seq_len)
+    positions = getattr(getattr(encoder.backbone, "config", None), "max_position_embeddings", None)
+    if positions is not None and encoder.encoder_config.max_seq_len > positions:
+        # keras-hub pads to max_seq_length, and any sentence that long would index past the position table.
+        raise ValueError(f"{config.model}: max_seq_len {encoder.encoder_config.max_seq_len} exceeds the model's "
+                         f"{positions} position embeddings; give --max_seq_len={positions} or less.")
+    if config.format == "tflite":
+        from common.models.tflite_export import TFLITE_FILE, tflite_model
+
+        content = tflite_model(encoder, config.quantize)  # converted before anything is written
+
+        def write_format(tmp: str) -> None:
+            with tf.io.gfile.GFile(artifacts.join(tmp, TFLITE_FILE), "wb") as f:
+                f.write(content)
+    else:
+        from common.models.hf_export import write_sentence_transformers
+
+        def write_format(tmp: str) -> None:
+            write_sentence_transformers(encoder, tmp)
+
+    record: Dict[str, Any] = {
+        "source": config.model,
+        "format": config.format,
+        "encoder": dataclasses.asdict(encoder.encoder_config),
+        "packages": package_versions(),
+    }
+    if config.format == "tflite":
+        record["quantize"] = config.quantize
+        record["tokenizer"] = ("tensorflow-text FastBertTokenizer (NFKC lower-casing); see "
+                               "common/models/tflite_export.py for how it differs from the SavedModel's")
+
+    def write(tmp: str) -> None:
+        write_format(tmp)
+        record["files"] = _file_sizes(tmp)
+        artifacts.write_json(artifacts.join(tmp, EXPORT_RECORD), record)
+
+    artifacts.write_atomically(config.out, write)
+    return record
+
+
+def _file_sizes(root: str) -> Dict[str, int]:
+    """Size in bytes of every file under `root`, by path relative to it."""
+    sizes = {}
+    for directory, _, files in tf.io.gfile.walk(root):
+        for name in files:
+            path = artifacts.join(directory, name)
+            relative = path[len(root.rstrip("/")) + 1:]
+            if not relative.startswith("."):  # write_atomically's owner record
+                sizes[relative] = tf.io.gfile.stat(path).length
+    return dict(sorted(sizes.items()))

@@ -1,0 +1,147 @@
+"""Write a sentence encoder as a Hugging Face BERT folder with sentence-transformers modules.
+
+The folder is what `SentenceTransformer(folder)` loads, and what this toolkit's own
+loader (`build_encoder(EncoderConfig(spec=folder))`, i.e. `--model=<folder>`) reads:
+
+    config.json                 BertModel configuration (BertConfig.to_hf_config)
+    model.safetensors           the backbone, Hugging Face key names (bert.hf_state_dict)
+    vocab.txt, tokenizer.json, tokenizer_config.json, special_tokens_map.json
+    modules.json                Transformer -> Pooling (-> Normalize when the encoder normalises)
+    sentence_bert_config.json   max_seq_length
+    1_Pooling/config.json       the encoder's pooling (mean or CLS)
+    2_Normalize/                (empty) when the encoder L2-normalises
+    config_sentence_transformers.json
+
+keras-hub reads the same folder (`keras_hub.models.BertBackbone.from_preset(folder)`,
+`keras_hub.models.BertTextEmbedder.from_preset(folder)`), with its own tanh GELU.
+A pretraining head (`cls.*`, a masked-LM run's) is not written: the folder is a
+sentence encoder, as sentence-transformers' own `BertModel` folders are.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List
+
+import tensorflow as tf
+
+from common import artifacts
+from common.models import bert as bert_lib
+from common.models.encoder import SentenceEncoder
+from common.models.tokenization import SPECIAL_TOKENS
+
+POOLING_DIR = "1_Pooling"
+NORMALIZE_DIR = "2_Normalize"
+_MODULE_PREFIX = "sentence_transformers.models."
+
+
+def _write_json(path: str, value: Any) -> None:
+    with tf.io.gfile.GFile(path, "w") as f:
+        json.dump(value, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+
+
+def tokenizer_json(vocabulary: List[str], lowercase: bool) -> Dict[str, Any]:
+    """The `tokenizers` library's file for a BERT WordPiece tokenizer over `vocabulary`.
+
+    Its BertNormalizer, BertPreTokenizer and WordPiece model are the rules the in-graph
+    tokenizer reproduces (`common/models/tokenization.py`), so Hugging Face's fast
+    tokenizer gives the same ids (tested). No truncation or padding is set:
+    sentence-transformers truncates at `sentence_bert_config.json`'s `max_seq_length`.
+    """
+    index = {token: i for i, token in enumerate(vocabulary)}
+    special = [{"id": index[t], "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+                "normalized": False, "special": True} for t in SPECIAL_TOKENS]
+
+    def token(name: str, type_id: int = 0):
+        return {"SpecialToken": {"id": name, "type_id": type_id}}
+
+    def sequence(name: str, type_id: int):
+        return {"Sequence": {"id": name, "type_id": type_id}}
+
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": sorted(special, key=lambda t: t["id"]),
+        "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
+                       "strip_accents": None, "lowercase": lowercase},
+        "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "post_processor": {
+            "type": "TemplateProcessing",
+            "single": [token("[CLS]"), sequence("A", 0), token("[SEP]")],
+            "pair": [token("[CLS]"), sequence("A", 0), token("[SEP]"), sequence("B", 1), token("[SEP]", 1)],
+            "special_tokens": {t: {"id": t, "ids": [index[t]], "tokens": [t]} for t in ("[CLS]", "[SEP]")},
+        },
+        "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
+        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                  "max_input_chars_per_word": 100, "vocab": index},
+    }
+
+
+def _modules(normalize: bool) -> List[Dict[str, Any]]:
+    modules = [{"idx": 0, "name": "0", "path": "", "type": _MODULE_PREFIX + "Transformer"},
+               {"idx": 1, "name": "1", "path": POOLING_DIR, "type": _MODULE_PREFIX + "Pooling"}]
+    if normalize:
+        modules.append({"idx": 2, "name": "2", "path": NORMALIZE_DIR, "type": _MODULE_PREFIX + "Normalize"})
+    return modules
+
+
+def write_sentence_transformers(encoder: SentenceEncoder, path: str) -> None:
+    """Writes `encoder` into the existing, empty directory `path` (local or `gs://`).
+
+    Args:
+        encoder: SentenceEncoder with a Keras BERT backbone.
+        path: str. The folder to fill; callers write it atomically
+            (`common.artifacts.write_atomically`).
+
+    Raises:
+        ValueError: for an encoder whose backbone is a TF Hub SavedModel (its
+            variables have no Hugging Face names to write).
+    """
+    from safetensors.numpy import save as safetensors_bytes
+
+    backbone = encoder.backbone
+    if not isinstance(backbone, bert_lib.BertBackbone):
+        raise ValueError("Only BERT encoders built by this toolkit (minilm, Hugging Face BERT folders, fresh BERTs "
+                         "and runs trained from them) can be exported to Hugging Face's format; this one wraps a "
+                         f"TF Hub SavedModel ({getattr(backbone, 'handle', 'unknown')}), whose variables have no "
+                         "Hugging Face names.")
+    tokenizer, config = encoder.tokenizer, encoder.encoder_config
+    ids = tokenizer.special_token_ids()
+    _write_json(artifacts.join(path, "config.json"), backbone.config.to_hf_config(pad_token_id=ids["pad"]))
+    # transformers refuses a safetensors file without a "format" entry in its metadata.
+    with tf.io.gfile.GFile(artifacts.join(path, "model.safetensors"), "wb") as f:
+        f.write(safetensors_bytes(bert_lib.hf_state_dict(backbone), metadata={"format": "pt"}))
+
+    with tf.io.gfile.GFile(artifacts.join(path, "vocab.txt"), "w") as f:
+        f.write("".join(token + "\n" for token in tokenizer.vocabulary))
+    lowercase = tokenizer.config.lowercase
+    _write_json(artifacts.join(path, "tokenizer.json"), tokenizer_json(tokenizer.vocabulary, lowercase))
+    names = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
+             "mask_token": "[MASK]"}
+    _write_json(artifacts.join(path, "special_tokens_map.json"), names)
+    _write_json(artifacts.join(path, "tokenizer_config.json"), {
+        "tokenizer_class": "BertTokenizer", "do_lower_case": lowercase, "tokenize_chinese_chars": True,
+        "strip_accents": None, "clean_up_tokenization_spaces": True, "model_max_length": config.max_seq_len,
+        **names})
+
+    _write_json(artifacts.join(path, "modules.json"), _modules(config.normalize))
+    # do_lower_case here would lower-case before the tokenizer; the tokenizer does it itself.
+    _write_json(artifacts.join(path, "sentence_bert_config.json"),
+                {"max_seq_length": config.max_seq_len, "do_lower_case": False})
+    _write_json(artifacts.join(path, "config_sentence_transformers.json"),
+                {"prompts": {}, "default_prompt_name": None, "similarity_fn_name": "cosine"})
+    tf.io.gfile.makedirs(artifacts.join(path, POOLING_DIR))
+    _write_json(artifacts.join(path, POOLING_DIR, "config.json"), {
+        "word_embedding_dimension": backbone.hidden_size,
+        "pooling_mode_cls_token": config.pooling == "cls",
+        "pooling_mode_mean_tokens": config.pooling == "mean",
+        "pooling_mode_max_tokens": False,
+        "pooling_mode_mean_sqrt_len_tokens": False,
+        "pooling_mode_weightedmean_tokens": False,
+        "pooling_mode_lasttoken": False,
+        "include_prompt": True,
+    })
+    if config.normalize:
+        tf.io.gfile.makedirs(artifacts.join(path, NORMALIZE_DIR))

@@ -1,0 +1,54 @@
+"""Exports a model for other ecosystems: a sentence-transformers folder or a TFLite model.
+
+    python export.py --model=20261122-101500 --format=sentence-transformers --out=exports/run-st
+    python export.py --model=minilm --format=tflite --out=exports/minilm-tflite
+    python export.py --model=minilm --format=tflite --quantize=int8 --out=exports/minilm-int8
+
+--model takes what test_sts.py takes, when a Keras BERT encoder is behind it: a run ID, a
+run's directory, a Hugging Face BERT folder or an encoder spec (minilm, a fresh BERT). The
+sentence-transformers folder loads with SentenceTransformer(folder), keras-hub's
+BertBackbone/BertTextEmbedder.from_preset(folder) and --model=<folder> here; the
+TFLite model (tokenizer inside) with --model=<out> here or a TFLite interpreter with
+tensorflow-text's ops (README.md, section 'Exporting a model').
+"""
+
+from __future__ import annotations
+
+from absl import app, flags
+
+from common import cli  # first: it quiets TensorFlow's start-up
+
+from common.exporting import FORMATS, ExportConfig, export_model
+from common.flags import define_model_flags
+
+define_model_flags(batch_size=False)
+flags.DEFINE_enum("format", None, FORMATS, "sentence-transformers: a Hugging Face BERT folder with "
+                  "sentence-transformers modules; tflite: one TFLite model, tokenizer inside.")
+flags.DEFINE_string("out", None, "Folder to write (local or gs://); it must not exist.")
+flags.DEFINE_enum("quantize", "none", ("none", "int8"), "TFLite weights: none (float32) or int8 (dynamic-range "
+                  "quantization: int8 weights, float activations). Only with --format=tflite.")
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    if FLAGS.format is None:
+        raise ValueError(f"--format is required: one of {', '.join(FORMATS)}.")
+    config = ExportConfig(model=FLAGS.model, format=FLAGS.format, out=FLAGS.out or "", quantize=FLAGS.quantize,
+                          artifacts_dir=FLAGS.artifacts_dir, model_location=FLAGS.model_location,
+                          gcs_bucket=FLAGS.gcs_bucket, max_seq_len=FLAGS.max_seq_len)
+    record = export_model(config)
+    encoder = record["encoder"]
+    print(f"exported {FLAGS.model} as {FLAGS.format} to {FLAGS.out} (pooling {encoder['pooling']}, normalize "
+          f"{encoder['normalize']}, max_seq_len {encoder['max_seq_len']}"
+          + (f", quantize {FLAGS.quantize})" if FLAGS.format == "tflite" else ")"))
+    print("| file | MB |\n| --- | --- |")
+    for name, size in record["files"].items():
+        print(f"| {name} | {size / 1e6:.2f} |")
+    print(f"next: python test_sts.py --model={FLAGS.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    cli.run(main)

@@ -1,0 +1,265 @@
+"""export.py: Hugging Face / sentence-transformers folders and TFLite models, and what loads them back.
+
+The toolkit's own loader (`--model=<folder>`) must give the exported model's embeddings
+to 1e-5, for a tiny random BERT and for a trained run; keras-hub must read the same
+folder (its BertBackbone computes GELU with the tanh approximation, so it matches our
+encoder run with that activation); the TFLite model must match the SavedModel.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from common import SentenceModel
+from common.evaluation.resolve import resolve_encoder, resolve_model
+from common.exporting import ExportConfig, export_model
+from common.models.bert import BertBackbone
+from common.models.encoder import SentenceEncoder, minilm_dir
+from common.models.hf_export import tokenizer_json
+from common.models.tokenization import BertTokenizer, TokenizerConfig
+from common.training import registry
+from common.training.runs import train
+from numpy_bert import bert_mean_pooled
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Plain ASCII: keras-hub's tokenizer does not strip accents, so only such text tokenizes alike there.
+ASCII = ["A man is playing a guitar.", "", "Stocks fell sharply on Monday, didn't they?",
+         "The quick brown fox jumps over the lazy dog " * 4]
+SENTENCES = ASCII + ["Crème brûlée, isn't it?"]
+
+
+@pytest.fixture(scope="module")
+def tiny_export(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("export") / "tiny-st")
+    export_model(ExportConfig(model="tiny", format="sentence-transformers", out=out, max_seq_len=32))
+    return out
+
+
+@pytest.fixture(scope="module")
+def large_weights_export(tmp_path_factory):
+    """An export of a random BERT with weights of scale 0.2 (tests/fixtures.py): unlike the tiny
+    encoder's 0.02, its activations reach where the tanh and exact GELU differ."""
+    from fixtures import write_hf_bert_dir
+
+    root = tmp_path_factory.mktemp("large-weights")
+    source = write_hf_bert_dir(str(root / "hf"), os.path.join(minilm_dir(), "vocab.txt"))
+    out = str(root / "st")
+    with pytest.raises(ValueError, match="max_seq_len 128 exceeds the model's 64 position embeddings; give "
+                                         "--max_seq_len=64 or less"):
+        export_model(ExportConfig(model=source, format="sentence-transformers", out=out))
+    export_model(ExportConfig(model=source, format="sentence-transformers", out=out, max_seq_len=64))
+    return out
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+    """A SimCSE run on the tiny BERT (CLS pooling at test time), published under its artifacts root."""
+    root = tmp_path_factory.mktemp("run")
+    settings = {**registry.get("simcse").smoke(str(root / "data")), "artifacts_dir": str(root / "artifacts"),
+                "train_epochs": 1, "train_steps_per_epoch": 2, "eval_each_epoch": False}
+    result = train(registry.build_config("simcse", settings))
+    return str(root / "artifacts"), result["run_id"]
+
+
+def _approximate_gelu_twin(encoder: SentenceEncoder) -> SentenceEncoder:
+    """`encoder` with keras-hub's tanh GELU and the same weights."""
+    config = encoder.get_config()
+    config["backbone"]["bert"] = {**config["backbone"]["bert"], "activation": "gelu_approximate"}
+    twin = SentenceEncoder.from_config(config)
+    twin.backbone.set_weights(encoder.backbone.get_weights())
+    assert twin.encoder_config == encoder.encoder_config
+    return twin
+
+
+def test_the_toolkit_loads_its_hugging_face_export_back_to_1e_5(tiny_export):
+    want = SentenceModel("tiny", max_seq_len=32).encode(SENTENCES)
+    reloaded = SentenceModel(tiny_export)
+    np.testing.assert_allclose(reloaded.encode(SENTENCES), want, atol=1e-5)
+    config = resolve_encoder(tiny_export).encoder_config
+    assert (config.pooling, config.normalize, config.max_seq_len) == ("mean", False, 32)
+    files = set(os.listdir(tiny_export))
+    assert {"config.json", "model.safetensors", "vocab.txt", "tokenizer.json", "tokenizer_config.json",
+            "modules.json", "sentence_bert_config.json", "1_Pooling", "export.json"} <= files
+    assert "2_Normalize" not in files  # the tiny encoder does not normalise
+    modules = json.load(open(os.path.join(tiny_export, "modules.json")))
+    assert [m["type"].rsplit(".", 1)[1] for m in modules] == ["Transformer", "Pooling"]
+    record = json.load(open(os.path.join(tiny_export, "export.json")))
+    assert record["source"] == "tiny" and record["files"]["model.safetensors"] > 0
+
+
+def test_the_exported_checkpoint_reads_right_without_this_toolkit(tiny_export):
+    """A NumPy BERT that reads Hugging Face names and layouts (tests/numpy_bert.py) gives our
+    token outputs: the keys, transposes and head splits are Hugging Face's, not only our own inverse."""
+    encoder = resolve_encoder("tiny", max_seq_len=32)
+    tokens = encoder.tokenize(tf.constant(SENTENCES))
+    want = bert_mean_pooled(tiny_export, tokens["token_ids"].numpy(), tokens["padding_mask"].numpy())
+    np.testing.assert_allclose(encoder(tf.constant(SENTENCES))["pooled"].numpy(), want, atol=1e-4)
+
+
+def test_the_exported_tokenizer_json_gives_our_token_ids(tiny_export):
+    from tokenizers import Tokenizer
+
+    hf = Tokenizer.from_file(os.path.join(tiny_export, "tokenizer.json"))
+    vocabulary = resolve_encoder(tiny_export).tokenizer.vocabulary
+    ours = BertTokenizer(vocabulary, TokenizerConfig(max_seq_len=10000))  # tokenizer.json does not truncate
+    out = ours(tf.constant(SENTENCES))
+    for i, sentence in enumerate(SENTENCES):
+        assert hf.encode(sentence).ids == out["token_ids"].numpy()[i][out["padding_mask"].numpy()[i] == 1].tolist()
+    # The same rules as MiniLM's own tokenizer.json (whose ids the tokenizer tests hold on every STS sentence).
+    minilm = json.load(open(os.path.join(minilm_dir(), "tokenizer.json")))
+    vocabulary = open(os.path.join(minilm_dir(), "vocab.txt"), encoding="utf-8").read().splitlines()
+    written = tokenizer_json(vocabulary, lowercase=True)
+    for key in ("added_tokens", "normalizer", "pre_tokenizer", "post_processor", "decoder", "model"):
+        assert written[key] == minilm[key], key
+
+
+def test_a_trained_run_exports_and_loads_back_to_1e_5(trained_run, tmp_path):
+    artifacts_dir, run_id = trained_run
+    out = str(tmp_path / "run-st")
+    record = export_model(ExportConfig(model=run_id, format="sentence-transformers", out=out,
+                                       artifacts_dir=artifacts_dir))
+    assert record["encoder"]["pooling"] == "cls"
+    pooling = json.load(open(os.path.join(out, "1_Pooling", "config.json")))
+    assert pooling["pooling_mode_cls_token"] and not pooling["pooling_mode_mean_tokens"]
+    # The run's published embedding SavedModel against the export, each through resolve_model.
+    published = resolve_model(run_id, artifacts_dir=artifacts_dir)
+    assert published.source.endswith("embedding")
+    want = published.embed(SENTENCES, progress=False)
+    np.testing.assert_allclose(SentenceModel(out).encode(SENTENCES), want, atol=1e-5)
+    # Its embedding/ folder names the same run; the SavedModel alone has no encoder to export.
+    embedding = os.path.join(artifacts_dir, "model", run_id, "embedding")
+    assert resolve_encoder(embedding).encoder_config.pooling == "cls"
+    bare = str(tmp_path / "bare")
+    os.rename(embedding, bare)
+    try:
+        with pytest.raises(ValueError, match="exported embedding SavedModel.*Export the run it belongs to"):
+            resolve_encoder(bare)
+    finally:
+        os.rename(bare, embedding)
+
+
+def test_keras_hub_loads_the_folder(large_weights_export, trained_run, tmp_path):
+    import keras_hub
+
+    artifacts_dir, run_id = trained_run
+    run_export = str(tmp_path / "run-st")
+    export_model(ExportConfig(model=run_id, format="sentence-transformers", out=run_export,
+                              artifacts_dir=artifacts_dir))
+    for folder in (large_weights_export, run_export):  # mean pooling; CLS pooling
+        ours = resolve_encoder(folder)
+        tanh_twin = _approximate_gelu_twin(ours)
+        tokens = ours.tokenize(tf.constant(ASCII))
+        backbone = keras_hub.models.BertBackbone.from_preset(folder)
+        sequence = backbone(tokens)["sequence_output"].numpy()
+        np.testing.assert_allclose(sequence, tanh_twin(tokens)["sequence_output"].numpy(), atol=1e-5)
+
+        embedder = keras_hub.models.BertTextEmbedder.from_preset(folder)
+        assert (embedder.pooling_mode, embedder.normalize) == (ours.pooling, ours.normalize)
+        assert embedder.preprocessor.sequence_length == ours.encoder_config.max_seq_len
+        got = np.asarray(embedder.predict(ASCII, verbose=0))
+        np.testing.assert_allclose(got, tanh_twin(tf.constant(ASCII))["embedding"].numpy(), atol=1e-5)
+        if folder == large_weights_export:
+            # The tanh GELU is a real difference, well outside the tolerance above.
+            assert np.abs(got - ours(tf.constant(ASCII))["embedding"].numpy()).max() > 1e-4
+
+
+def test_a_tflite_export_matches_the_savedmodel(tmp_path):
+    from common.models.tflite_export import TFLITE_FILE, TFLiteEmbedder
+
+    want = SentenceModel("tiny", max_seq_len=32).encode(SENTENCES)
+    out = str(tmp_path / "tiny-tflite")
+    record = export_model(ExportConfig(model="tiny", format="tflite", out=out, max_seq_len=32))
+    assert record["quantize"] == "none" and set(record["files"]) == {TFLITE_FILE}
+    reloaded = SentenceModel(out)  # --model=<folder> finds model.tflite
+    assert reloaded.source.endswith(TFLITE_FILE)
+    np.testing.assert_allclose(reloaded.encode(SENTENCES), want, atol=1e-5)
+    for batch in (SENTENCES[:1], SENTENCES * 3):  # one interpreter, any batch size
+        np.testing.assert_allclose(reloaded.encode(batch), SentenceModel("tiny", max_seq_len=32).encode(batch),
+                                   atol=1e-5)
+
+    quantized = str(tmp_path / "tiny-int8")
+    export_model(ExportConfig(model="tiny", format="tflite", out=quantized, quantize="int8", max_seq_len=32))
+    int8 = TFLiteEmbedder(os.path.join(quantized, TFLITE_FILE))(SENTENCES)
+    assert int8.shape == want.shape and 1e-4 < np.abs(int8 - want).max() < 0.1
+    assert os.path.getsize(os.path.join(quantized, TFLITE_FILE)) < 0.8 * os.path.getsize(os.path.join(out, TFLITE_FILE))
+
+
+def test_export_py_writes_a_folder_and_refuses_bad_input_in_one_line(tmp_path):
+    def run(*args):
+        return subprocess.run([sys.executable, os.path.join(ROOT, "export.py"), *args], cwd=str(tmp_path),
+                              capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+
+    out = tmp_path / "st"
+    proc = run("--model=tiny", "--format=sentence-transformers", f"--out={out}", "--max_seq_len=32")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"next: python test_sts.py --model={out}" in proc.stdout and "| model.safetensors |" in proc.stdout
+    for args, message in [(("--model=tiny", "--format=sentence-transformers", f"--out={out}"), f"--out={out} exists"),
+                          (("--model=tiny", f"--out={tmp_path / 'x'}"), "--format is required")]:
+        proc = run(*args)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, (args, proc.stderr[-1500:])
+        assert proc.stderr.strip().splitlines()[-1].startswith(f"export.py: {message}"), proc.stderr[-1500:]
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("settings,message", [
+    (dict(model="tiny", format="sentence-transformers", quantize="int8"),
+     "--quantize=int8 applies to --format=tflite only"),
+    (dict(model="tiny", format="onnx"), "--format must be one of sentence-transformers, tflite"),
+    (dict(model="no-such-model", format="tflite"), "Unknown --model 'no-such-model'"),
+    (dict(model="{tmp}", format="tflite"), "no encoder to export"),
+    (dict(model="tiny", format="tflite", max_seq_len=1), "--max_seq_len must be >= 2"),
+])
+def test_export_settings_that_cannot_work_are_refused_before_anything_is_written(tmp_path, settings, message):
+    settings = {**settings, "model": settings["model"].replace("{tmp}", str(tmp_path))}
+    with pytest.raises(ValueError, match=message):
+        export_model(ExportConfig(out=str(tmp_path / "x"), **settings))
+    assert not (tmp_path / "x").exists()
+
+
+def test_hub_backbones_are_refused_with_a_reason(tmp_path):
+    from common.models.hf_export import write_sentence_transformers
+
+    class HubLike:
+        handle = "https://tfhub.dev/example/bert/1"
+
+    encoder = resolve_encoder("tiny", max_seq_len=32)
+    fake = type("HubEncoder", (), {"backbone": HubLike(), "tokenizer": encoder.tokenizer,
+                                   "encoder_config": encoder.encoder_config})()
+    assert not isinstance(fake.backbone, BertBackbone)
+    with pytest.raises(ValueError, match="wraps a TF Hub SavedModel.*no Hugging Face names"):
+        write_sentence_transformers(fake, str(tmp_path))
+
+
+@pytest.mark.large
+def test_minilm_tflite_is_within_1e_4_of_the_encoder_on_sts_sentences(minilm_encoder, data_path, tmp_path):
+    """MiniLM's TFLite model against the Keras encoder on STS sentences whose tokens agree; those that
+    tensorflow-text's NFKC lower-casing tokenizes otherwise are the documented exception."""
+    import random
+
+    from common.data.sts import load_all
+    from common.evaluation.embedding import embed_sentences
+    from common.models.tflite_export import TFLiteEmbedder, tflite_model
+
+    sets = load_all(data_path)
+    pool = sorted({s for group in sets.values() for pairs in group.values()
+                   for s in pairs.sentences1 + pairs.sentences2})
+    nfkc = [s for s in pool if "´" in s or "…" in s][:4]
+    sentences = random.Random(0).sample(pool, 192) + nfkc
+    tflite = TFLiteEmbedder(tflite_model(minilm_encoder), num_threads=1)
+    want = embed_sentences(tf.function(minilm_encoder.embed_strings), sentences, 32, progress=False)
+    got = np.concatenate([tflite(sentences[i:i + 32]) for i in range(0, len(sentences), 32)])
+    tokenizer = minilm_encoder.tokenizer
+    import tensorflow_text as tf_text
+
+    fast = tf_text.FastBertTokenizer(vocab=tokenizer.vocabulary, token_out_type=tf.int32, unknown_token="[UNK]",
+                                     lower_case_nfd_strip_accents=True)
+    agree = np.array([a == b for a, b in zip(tokenizer.wordpiece_ids(tf.constant(sentences)).to_list(),
+                                             fast.tokenize(tf.constant(sentences)).to_list())])
+    assert len(nfkc) == 4 and not agree[-4:].any()  # the exception is real on this data
+    assert agree[:-4].mean() > 0.99
+    np.testing.assert_allclose(got[agree], want[agree], atol=1e-4)
