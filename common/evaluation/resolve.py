@@ -251,12 +251,17 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
     try:
         return _encoder_embedder(name, model, EncoderConfig(spec=model, max_seq_len=max_seq_len))
     except ValueError as e:
-        if "Unknown encoder spec" in str(e):
-            raise ValueError(
-                f"Unknown --model {model!r}. Valid forms: a run ID YYYYMMDD-HHMMSS under "
-                f"<artifacts_dir>/model/, a local or gs:// path, or {VALID_SPECS_HELP}."
-            ) from None
-        raise
+        _raise_unknown_model(model, e)
+
+
+def _raise_unknown_model(model: str, error: ValueError):
+    """Re-raises an unknown encoder spec as the --model message naming every accepted form; else `error`."""
+    if "Unknown encoder spec" in str(error):
+        raise ValueError(
+            f"Unknown --model {model!r}. Valid forms: a run ID YYYYMMDD-HHMMSS under "
+            f"<artifacts_dir>/model/, a local or gs:// path, or {VALID_SPECS_HELP}."
+        ) from None
+    raise error
 
 
 def _tflite_file(path: str) -> Optional[str]:
@@ -300,9 +305,4 @@ def resolve_encoder(model: str, artifacts_dir: str = "artifacts", model_location
     try:
         return build_encoder(EncoderConfig(spec=spec, max_seq_len=max_seq_len))
     except ValueError as e:
-        if "Unknown encoder spec" in str(e):
-            raise ValueError(
-                f"Unknown --model {model!r}. Valid forms: a run ID YYYYMMDD-HHMMSS under "
-                f"<artifacts_dir>/model/, a local or gs:// path, or {VALID_SPECS_HELP}."
-            ) from None
-        raise
+        _raise_unknown_model(model, e)
