@@ -9,7 +9,8 @@ Draws a seeded sample of the (unlabelled, deduplicated) sts_sickr pairs, trains
 (STS12-16 "all", STS-B test, SICK-R test) and STS-B dev: the start bi-encoder,
 and after each cycle the bi-encoder (cosine) and the cross-encoder (its pair
 scores; with --mutual_init the ensemble of both). Not part of the test suite.
-Writes artifacts/bench/trans_encoder_bench.json and prints a table.
+Writes artifacts/bench/trans_encoder_bench.json (trans_encoder_bench_mutual.json with
+--mutual_init) and prints a table.
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ def main(argv):
 
     def save():
         # After every model, so that a time-limited run keeps what it measured.
-        with open(os.path.join(FLAGS.artifacts_dir, "trans_encoder_bench.json"), "w") as f:
+        name = "trans_encoder_bench_mutual.json" if FLAGS.mutual_init else "trans_encoder_bench.json"
+        with open(os.path.join(FLAGS.artifacts_dir, name), "w") as f:
             json.dump({"flags": {k: FLAGS[k].value for k in ("model", "mutual_init", "pairs", "cycles", "bi_epochs",
                                                               "seed")},
                        "run_id": run["run_id"], "train_seconds": train_seconds, "results": results}, f, indent=2)
