@@ -112,7 +112,7 @@ class Ladder:
         import tensorflow as tf
 
         encoder = build_encoder(EncoderConfig(spec=model_dir, pooling=pooling))
-        fn = tf.function(encoder.embed_strings, input_signature=[tf.TensorSpec([None], tf.string)])
+        fn = encoder.embedding_function()
         if "sts_avg" not in entry:
             sts = evaluate_sts(lambda s: embed_sentences(fn, s, 128, progress=False), self.data_path)
             entry.update(sts_avg=sts["avg"], stsb_dev=sts["stsb"]["dev"], sts=sts)

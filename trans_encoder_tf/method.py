@@ -175,13 +175,16 @@ def phase_dataset(config: TrainConfig, model, kind: str, sentences1, sentences2,
 
 
 def embed_fn_of(model) -> callable:
-    return tf.function(model.encoder.embed_strings, input_signature=[tf.TensorSpec([None], tf.string)])
+    return model.encoder.embedding_function()
 
 
 def pair_fn_of(model) -> callable:
     spec = tf.TensorSpec([None], tf.string)
-    return tf.function(lambda a, b: model({"sentence1": a, "sentence2": b}, training=False)["score"],
-                       input_signature=[spec, spec])
+    fn = tf.function(lambda a, b: model({"sentence1": a, "sentence2": b}, training=False)["score"],
+                     input_signature=[spec, spec])
+    # What `score_sentence_pairs` sorts its batches by.
+    fn.token_counts = tf.function(model.encoder.tokenizer.pair_token_counts, input_signature=[spec, spec])
+    return fn
 
 
 def scores_of(model, kind: str, sentences1: Sequence[str], sentences2: Sequence[str]) -> np.ndarray:

@@ -11,12 +11,32 @@ from tqdm.auto import tqdm
 EmbedFn = Callable[[tf.Tensor], tf.Tensor]
 
 
+# An embedding function may carry `token_counts`: (1-D tf.string batch) -> int32 [batch],
+# the tokens each sentence becomes before padding; batches are then sorted by it.
+COUNT_BATCH = 4096
+
+
+def sort_lengths(fn, sentences: Sequence[str]) -> np.ndarray:
+    """Per-sentence lengths that batches are sorted by: `fn.token_counts` (one tokenizer pass)
+    when the function has it, else characters (exported models without a counter)."""
+    count_fn = getattr(fn, "token_counts", None)
+    if count_fn is None:
+        return np.array([len(s) for s in sentences], np.int64)
+    counts = [np.asarray(count_fn(tf.constant(list(sentences[i:i + COUNT_BATCH]), tf.string)), np.int64)
+              for i in range(0, len(sentences), COUNT_BATCH)]
+    return np.concatenate(counts) if counts else np.zeros([0], np.int64)
+
+
 def embed_sentences(embed_fn: EmbedFn, sentences: Sequence[str], batch_size: int = 128,
                     progress: bool = True, desc: str = "encoding") -> np.ndarray:
     """Embeds `sentences` in batches of similar length, in the original order.
 
-    Sorting by length keeps the dynamic padding of each batch short (about 9x
-    faster than padding every sentence to 128 tokens on STS data).
+    Batches are sorted by token count when `embed_fn` has `token_counts` (every encoder
+    and embedding SavedModel of this toolkit; see `sort_lengths`), else by characters.
+    Each batch is padded to its longest sentence, so sorting keeps padding short: on
+    STS-B test at batch 128, 7 % of the encoded tokens are padding sorted by tokens,
+    27 % sorted by characters (about 9x faster than padding every sentence to 128).
+    The embeddings do not depend on the order (padding is masked).
 
     Args:
         embed_fn: callable. 1-D tf.string batch -> [batch, dim] embeddings.
@@ -30,14 +50,14 @@ def embed_sentences(embed_fn: EmbedFn, sentences: Sequence[str], batch_size: int
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
-    order = np.argsort([-len(s) for s in sentences], kind="stable")
+    if not len(sentences):
+        raise ValueError("embed_sentences needs at least one sentence.")
+    order = np.argsort(-sort_lengths(embed_fn, sentences), kind="stable")
     chunks = []
     for start in tqdm(range(0, len(order), batch_size), desc=desc, disable=not progress,
                       unit="batch", leave=False):
         batch = [sentences[i] for i in order[start:start + batch_size]]
         chunks.append(np.asarray(embed_fn(tf.constant(batch, tf.string)), np.float32))
-    if not chunks:
-        raise ValueError("embed_sentences needs at least one sentence.")
     embeddings = np.concatenate(chunks)
     out = np.empty_like(embeddings)
     out[order] = embeddings
@@ -51,6 +71,9 @@ PairScoreFn = Callable[[tf.Tensor, tf.Tensor], tf.Tensor]
 def score_sentence_pairs(score_fn: PairScoreFn, sentences1: Sequence[str], sentences2: Sequence[str],
                          batch_size: int = 128, progress: bool = True, desc: str = "scoring") -> np.ndarray:
     """Scores pairs in batches of similar length (as `embed_sentences`), in the original order.
+
+    Sorted by the pair's token count when `score_fn` has `token_counts` ((first, second) ->
+    int32 [batch]: every cross-encoder of this toolkit), else by characters.
 
     Args:
         score_fn: callable. (first sentences, second sentences) -> [batch] scores.
@@ -69,7 +92,15 @@ def score_sentence_pairs(score_fn: PairScoreFn, sentences1: Sequence[str], sente
         raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
     if not len(sentences1):
         raise ValueError("score_sentence_pairs needs at least one pair.")
-    order = np.argsort([-(len(a) + len(b)) for a, b in zip(sentences1, sentences2)], kind="stable")
+    count_fn = getattr(score_fn, "token_counts", None)
+    if count_fn is None:
+        lengths = np.array([len(a) + len(b) for a, b in zip(sentences1, sentences2)], np.int64)
+    else:
+        lengths = np.concatenate([
+            np.asarray(count_fn(tf.constant(list(sentences1[i:i + COUNT_BATCH]), tf.string),
+                                tf.constant(list(sentences2[i:i + COUNT_BATCH]), tf.string)), np.int64)
+            for i in range(0, len(sentences1), COUNT_BATCH)])
+    order = np.argsort(-lengths, kind="stable")
     out = np.empty(len(order), np.float32)
     for start in tqdm(range(0, len(order), batch_size), desc=desc, disable=not progress, unit="batch", leave=False):
         idx = order[start:start + batch_size]

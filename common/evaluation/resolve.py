@@ -122,6 +122,10 @@ def _embedding_saved_model(path: str):
 
     # The signature reads variables owned by `loaded`; keep it alive with the function.
     embed_fn.saved_model = loaded
+    # Exports of this toolkit count tokens (batches are sorted by them); older ones do not.
+    counter = getattr(loaded, "token_counts", None)
+    if counter is not None:
+        embed_fn.token_counts = counter
 
     return embed_fn, loaded
 
@@ -140,6 +144,9 @@ def _cross_saved_model(path: str):
         return signature(sentence1=sentence1, sentence2=sentence2)[CROSS_OUTPUT]
 
     score_fn.saved_model = loaded
+    counter = getattr(loaded, "token_counts", None)
+    if counter is not None:
+        score_fn.token_counts = counter
     return score_fn
 
 
@@ -195,7 +202,7 @@ def _trained_on(path: str) -> Tuple[str, ...]:
 
 def _encoder_embedder(name: str, source: str, config: EncoderConfig) -> Embedder:
     encoder = build_encoder(config)
-    fn = tf.function(encoder.embed_strings, input_signature=[tf.TensorSpec([None], tf.string)])
+    fn = encoder.embedding_function()
     return Embedder(name, source, fn)
 
 

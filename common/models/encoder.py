@@ -238,6 +238,18 @@ class SentenceEncoder(keras.Model):
     def embed_strings(self, texts: tf.Tensor) -> tf.Tensor:
         return self(texts, training=False)["embedding"]
 
+    def token_counts(self, texts: tf.Tensor) -> tf.Tensor:
+        """Tokens per text before padding (1-D tf.string -> int32 [batch]): what batches are sorted by."""
+        return self.tokenizer.token_counts(texts)
+
+    def embedding_function(self):
+        """`embed_strings` traced for 1-D string batches, carrying `token_counts` (also traced),
+        which `common.evaluation.embedding.embed_sentences` sorts its batches by."""
+        spec = [tf.TensorSpec([None], tf.string)]
+        fn = tf.function(self.embed_strings, input_signature=spec)
+        fn.token_counts = tf.function(self.token_counts, input_signature=spec)
+        return fn
+
     def get_config(self):
         """Everything needed to rebuild this encoder's architecture and tokenizer, no weights."""
         backbone = ({"bert": dataclasses.asdict(self.backbone.config)} if isinstance(self.backbone, bert_lib.BertBackbone)

@@ -58,8 +58,14 @@ def export_encoder(encoder: SentenceEncoder, path: str) -> None:
     # One trace per value of the Python bool `training`, which is what hub.KerasLayer passes.
     for training in (False, True):
         call.get_concrete_function(tf.TensorSpec([None], tf.string), training=training)
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def token_counts(sentences):
+        return encoder.token_counts(sentences)
+
     root.serve = serve
     root.__call__ = call
+    # Not a signature: what `embed_sentences` sorts batches by (tokens before padding).
+    root.token_counts = token_counts
     tf.saved_model.save(root, path, signatures={"serving_default": serve})
 
 
@@ -160,6 +166,12 @@ def export_cross_encoder(models, path: str) -> None:
     def call(sentence1, sentence2):
         return score(sentence1, sentence2)
 
+    @tf.function(input_signature=spec)
+    def token_counts(sentence1, sentence2):
+        return models[0].encoder.tokenizer.pair_token_counts(sentence1, sentence2)
+
     root.serve = serve
     root.__call__ = call
+    # Not a signature: what `score_sentence_pairs` sorts batches by (tokens before padding).
+    root.token_counts = token_counts
     tf.saved_model.save(root, path, signatures={"serving_default": serve})

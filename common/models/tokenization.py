@@ -191,6 +191,18 @@ class BertTokenizer(tf.Module):
             count += int(tf.reduce_sum(tf.cast(a + b > budget, tf.int32)))
         return count
 
+    def token_counts(self, texts: tf.Tensor) -> tf.Tensor:
+        """How many tokens `__call__` gives each text before padding ([CLS], truncated pieces, [SEP]).
+
+        Args:
+            texts: tf.Tensor. 1-D tf.string batch.
+
+        Returns:
+            int32 [batch].
+        """
+        pieces = tf.cast(self.wordpiece_ids(texts).row_lengths(), tf.int32)
+        return tf.minimum(pieces, self.config.max_seq_len - 2) + 2
+
     def __call__(self, texts: tf.Tensor) -> Dict[str, tf.Tensor]:
         """Tokenizes, truncates, adds [CLS]/[SEP] and pads to the batch's longest.
 
@@ -242,6 +254,12 @@ class BertTokenizer(tf.Module):
             "padding_mask": tf.cast(position < kept + 2, tf.int32),
             "segment_ids": tf.zeros_like(token_ids),
         }
+
+    def pair_token_counts(self, texts_a: tf.Tensor, texts_b: tf.Tensor) -> tf.Tensor:
+        """How many tokens `tokenize_pairs` gives each pair before padding (int32 [batch]):
+        "longest_first" truncation keeps min(pieces, max_seq_len - 3), plus [CLS] and two [SEP]."""
+        pieces = self.wordpiece_ids(texts_a).row_lengths() + self.wordpiece_ids(texts_b).row_lengths()
+        return tf.minimum(tf.cast(pieces, tf.int32), self.config.max_seq_len - 3) + 3
 
     def tokenize_pairs(self, texts_a: tf.Tensor, texts_b: tf.Tensor) -> Dict[str, tf.Tensor]:
         """`[CLS] a [SEP] b [SEP]` with segment ids 0 then 1, as Hugging Face encodes a pair.

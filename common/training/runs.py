@@ -259,7 +259,7 @@ def train_single_model(ctx: RunContext, prepared=None) -> RunOutcome:
     config, evaluator, chief = ctx.config, ctx.evaluator, ctx.chief
     model, make_dataset, data_info = prepared or prepare_single_model(config, ctx.strategy)
     logging.info("Training data: %s", data_info)
-    embed_fn = tf.function(model.encoder.embed_strings, input_signature=[tf.TensorSpec([None], tf.string)])
+    embed_fn = model.encoder.embedding_function()
 
     def on_epoch_end(epoch: int, step: int):
         if not config.run.eval_each_epoch:

@@ -56,6 +56,17 @@ def test_cross_encoder_savedmodel_equals_the_model_without_project_code(config, 
     np.testing.assert_allclose(json.loads(proc.stdout.strip().splitlines()[-1]), expected, atol=1e-5)
     with pytest.raises(FileExistsError):
         export_cross_encoder([model], path)
+    # Loaded through test_sts.py's resolver: the pair counter that scoring sorts batches by comes along,
+    # and sorted scoring gives each pair the score it gets alone.
+    from common.evaluation.embedding import score_sentence_pairs
+    from common.evaluation.resolve import resolve_cross_model
+
+    scorer = resolve_cross_model(path)
+    counts = scorer.score_fn.token_counts(tf.constant(first), tf.constant(second)).numpy()
+    tokens = model.tokenize(tf.constant(first), tf.constant(second))["padding_mask"].numpy().sum(1)
+    np.testing.assert_array_equal(counts, tokens)
+    np.testing.assert_allclose(score_sentence_pairs(scorer.score_fn, first * 3, second * 3, 4, progress=False),
+                               np.tile(expected, 3), atol=1e-5)
 
 
 def test_pair_file_is_read_deduplicated_and_errors_name_the_line(tmp_path):

@@ -56,6 +56,8 @@ def test_pairs_equal_hf_on_short_and_truncated_pairs():
     assert _mismatches(tok, hf, firsts, seconds) == []
     out = tok.tokenize_pairs(tf.constant(["hello"]), tf.constant(["world"]))
     np.testing.assert_array_equal(out["segment_ids"], [[0, 0, 0, 1, 1]])
+    mask = tok.tokenize_pairs(tf.constant(firsts), tf.constant(seconds))["padding_mask"].numpy()
+    np.testing.assert_array_equal(tok.pair_token_counts(tf.constant(firsts), tf.constant(seconds)), mask.sum(1))
 
 
 def test_pair_tokenization_runs_in_a_tf_function():
@@ -77,4 +79,7 @@ def test_pair_ids_equal_hf_on_every_stsb_test_pair(data_path):
         bad = _mismatches(tok, hf, firsts + seconds, seconds + firsts)
         full = tok.tokenize_pairs(tf.constant(firsts), tf.constant(seconds))["padding_mask"].numpy().sum(1)
         assert (full == max_length).sum() > 40  # truncation is exercised (47 pairs at 64, 311 at 32)
+        # What cross-encoder scoring sorts its batches by: the unpadded length of each pair.
+        counts = tok.pair_token_counts(tf.constant(firsts), tf.constant(seconds)).numpy()
+        np.testing.assert_array_equal(counts, full)
         assert bad == [], f"{len(bad)} pairs differ at max length {max_length}, e.g. {bad[:2]}"
