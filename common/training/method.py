@@ -177,14 +177,38 @@ class MethodModel(keras.Model):
         finite = self.loss_scale.all_finite(grads)  # the same on every replica
         if self.clip_norm:
             grads = clip_by_global_norm_across_replicas(grads, self.clip_norm)
+        self._apply_if_finite(finite, grads)
+        self.loss_scale.update(finite)
+        self.update_metrics(data, out)
+        return step_outputs(self.metrics)
+
+    def _apply_if_finite(self, finite: tf.Tensor, grads) -> None:
+        """Applies `grads` when `finite`, else only advances the step counter.
+
+        The optimizer's cross-replica gradient sum is a `merge_call`, which TensorFlow
+        refuses inside a `tf.cond` in replica context; as Keras' LossScaleOptimizer,
+        the branch is then taken in cross-replica context and applied per replica.
+        """
+        pairs = [(g, v) for g, v in zip(grads, self.trainable_variables) if g is not None]
+        variables = [v for _, v in pairs]
+
+        def apply(gradients):
+            self.optimizer.apply_gradients(list(zip(gradients, variables)))
 
         def skip():
             self.optimizer.iterations.assign_add(1)
 
-        tf.cond(finite, lambda: apply_gradients(self.optimizer, grads, self.trainable_variables), skip)
-        self.loss_scale.update(finite)
-        self.update_metrics(data, out)
-        return step_outputs(self.metrics)
+        gradients = [g for g, _ in pairs]
+        if tf.__internal__.distribute.strategy_supports_no_merge_call():
+            tf.cond(finite, lambda: apply(gradients), skip)
+            return
+
+        def cross_replica(strategy, finite, gradients):
+            # `finite` is the global verdict, the same on every replica.
+            finite = strategy.experimental_local_results(finite)[0]
+            tf.cond(finite, lambda: strategy.extended.call_for_each_replica(apply, args=(gradients,)), skip)
+
+        tf.distribute.get_replica_context().merge_call(cross_replica, args=(finite, gradients))
 
     def test_step(self, data):
         self.update_metrics(data, self.compute_losses(data, training=False))
