@@ -70,7 +70,7 @@ def main(argv):
     seeds = _seeds(_SEED.value)
     chosen, _ = tasks_to_run(_TASKS.value, FLAGS.data_path)  # unknown tasks and missing data fail before loading
     embedder = resolve_model(FLAGS.model, FLAGS.artifacts_dir, FLAGS.model_location, FLAGS.gcs_bucket,
-                             FLAGS.max_seq_len)
+                             FLAGS.max_seq_len, FLAGS.precision)
     overlap = sorted(set(chosen) & set(embedder.trained_on))
     if overlap and not _SCORE_TRAINING_DATA.value:
         sys.stderr.write(
@@ -91,8 +91,10 @@ def main(argv):
         for seed in seeds:
             results = evaluate_senteval(embed, FLAGS.data_path, _TASKS.value, config, seed, cache,
                                         embedder.name, progress=True)
-            runs[seed] = results = {"model": embedder.name, "source": embedder.source, **results}
+            runs[seed] = results = {"model": embedder.name, "source": embedder.source, "precision": FLAGS.precision,
+                                    **results}
             suffix = (f"_{config.name}" if len(configs) > 1 else "") + (f"_seed{seed}" if len(seeds) > 1 else "")
+            suffix += f"_{FLAGS.precision}" if FLAGS.precision != "fp32" else ""
             out_path = artifacts.join(out_dir, f"senteval_{embedder.name}{suffix}.json")
             artifacts.write_json(out_path, results)
             print(f"model: {embedder.name} ({embedder.source}); config: {config.name}; seed: {seed}")

@@ -31,16 +31,21 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     # A user error (unknown model, wrong mode, missing data) ends in cli.run as one line, exit 2.
     if FLAGS.mode == "cross":
+        if FLAGS.precision != "fp32":
+            raise ValueError(f"--precision={FLAGS.precision} applies to --mode=bi (an encoder rebuilt from its "
+                             "weights); a cross-encoder is an exported SavedModel: leave --precision out.")
         scorer = resolve_cross_model(FLAGS.model, FLAGS.artifacts_dir, FLAGS.model_location, FLAGS.gcs_bucket)
         name, source = scorer.name, scorer.source
         results = evaluate_sts_pairs(lambda a, b: scorer.score(a, b, FLAGS.batch_size), FLAGS.data_path)
     else:
         embedder = resolve_model(FLAGS.model, FLAGS.artifacts_dir, FLAGS.model_location, FLAGS.gcs_bucket,
-                                 FLAGS.max_seq_len)
+                                 FLAGS.max_seq_len, FLAGS.precision)
         name, source = embedder.name, embedder.source
         results = evaluate_sts(lambda s: embedder.embed(s, FLAGS.batch_size), FLAGS.data_path)
-    results = {"model": name, "source": source, "mode": FLAGS.mode, **results}
+    results = {"model": name, "source": source, "mode": FLAGS.mode, "precision": FLAGS.precision, **results}
     stem = f"sts_{name}" if FLAGS.mode == "bi" else f"sts_{name}_{FLAGS.mode}"
+    if FLAGS.precision != "fp32":  # beside, not over, the fp32 scores
+        stem += f"_{FLAGS.precision}"
     out_dir = artifacts.test_dir(FLAGS.artifacts_dir)
     import tensorflow as tf
 

@@ -19,6 +19,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from common.evaluation.resolve import resolve_model
+from common.models.precision import DEFAULT_PRECISION
 
 # torch.nn.functional.normalize's default, which sentence-transformers' cos_sim uses:
 # a zero vector gets similarity 0 to everything instead of NaN.
@@ -79,6 +80,10 @@ class SentenceModel:
         gcs_bucket: str. Bucket for `model_location="gcs"`.
         max_seq_len: int. Truncation length for encoder specs (sentence-transformers'
             `max_seq_length`); exported models keep their own. Defaults to the model's.
+        precision: str. "fp32", "bf16" (Keras mixed_bfloat16: float32 weights,
+            bfloat16 matmuls) or "fp16"; embeddings are float32 in each. bf16 and
+            fp16 rebuild a run's encoder from its weights; an exported SavedModel
+            or TFLite file takes only fp32. Defaults to "fp32".
 
     Raises:
         ValueError: for a value that is not a model, naming the valid forms.
@@ -86,12 +91,13 @@ class SentenceModel:
     """
 
     def __init__(self, model: str = "minilm", artifacts_dir: str = "artifacts", model_location: str = "local",
-                 gcs_bucket: Optional[str] = None, max_seq_len: Optional[int] = None):
+                 gcs_bucket: Optional[str] = None, max_seq_len: Optional[int] = None,
+                 precision: str = DEFAULT_PRECISION):
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"SentenceModel needs a model: an encoder spec such as 'minilm', a run ID "
                              f"YYYYMMDD-HHMMSS or a path; got {model!r}.")
         self._embedder = resolve_model(model, artifacts_dir=artifacts_dir, model_location=model_location,
-                                       gcs_bucket=gcs_bucket, max_seq_len=max_seq_len)
+                                       gcs_bucket=gcs_bucket, max_seq_len=max_seq_len, precision=precision)
 
     @property
     def name(self) -> str:

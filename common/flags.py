@@ -10,7 +10,7 @@ from absl import flags
 
 from common.artifacts import MODEL_LOCATIONS
 from common.training import registry
-from common.training.config import SECTIONS, RunSection, TrainConfig, field_types, flag_name
+from common.training.config import SECTIONS, EncoderSection, RunSection, TrainConfig, field_types, flag_name
 
 
 def _run_field(name: str) -> dataclasses.Field:
@@ -31,7 +31,7 @@ def define_artifact_flags() -> None:
 
 def define_model_flags(default_model: str = "minilm", batch_size: bool = True) -> None:
     """--model and where to find it, for evaluation scripts; `batch_size=False` leaves out
-    --batch_size, for scripts that encode nothing (export.py)."""
+    --batch_size and --precision, for scripts that encode nothing (export.py)."""
     flags.DEFINE_string(
         "model", default_model,
         "Run ID under --artifacts_dir/model, a local or gs:// path, or an encoder spec "
@@ -44,6 +44,10 @@ def define_model_flags(default_model: str = "minilm", batch_size: bool = True) -
                          "Truncation length for encoder specs; default: the model's own (256 for MiniLM) or 128.")
     if batch_size:
         flags.DEFINE_integer("batch_size", 128, "Sentences per encoding batch.", lower_bound=1)
+        # As training defines it (`EncoderSection.precision`); a string checked by resolve_model,
+        # so that a bad value is one line and exit code 2.
+        field = next(f for f in dataclasses.fields(EncoderSection) if f.name == "precision")
+        flags.DEFINE_string("precision", field.default, field.metadata["help"])
 
 
 # === Training flags, generated from the configs of the registered methods ===

@@ -70,7 +70,7 @@ def _artifact_encoder(path: str, max_seq_len: int, config: TrainConfig) -> Sente
     encoder = build_encoder(EncoderConfig(spec=enc["spec"], max_seq_len=max_seq_len, pooling=enc["pooling"],
                                           normalize=enc["normalize"], seed=enc.get("seed", 0),
                                           pad_to_multiple_of=config.encoder.pad_to_multiple_of,
-                                          dropout=config.encoder.dropout))
+                                          dropout=config.encoder.dropout, precision=config.encoder.precision))
     names = [n for n, _ in tf.train.list_variables(prefix)]
     layers = tf.train.Checkpoint(encoder=encoder)
     if any(n.startswith("model/bi_encoder/") for n in names):  # a Trans-Encoder run: its bi-encoder
@@ -87,7 +87,7 @@ def build_start_encoder(spec: str, max_seq_len: int, config: TrainConfig) -> Sen
         return _artifact_encoder(path, max_seq_len, config)
     enc = config.encoder
     return build_encoder(EncoderConfig(spec=spec, max_seq_len=max_seq_len, pad_to_multiple_of=enc.pad_to_multiple_of,
-                                       dropout=enc.dropout, seed=config.run.seed))
+                                       dropout=enc.dropout, seed=config.run.seed, precision=enc.precision))
 
 
 def build_phase_model(config: TrainConfig, kind: str, member: str = "a"):

@@ -71,7 +71,8 @@ class CrossEncoderModel(MethodModel):
             pooled = backbone(tokens, training=training)["pooled_output"]  # [B, H]
         else:
             pooled = self.pooler(backbone(tokens, training=training)["sequence_output"][:, 0, :])  # [B, H]
-        pooled = self.head_dropout(pooled, training=training)
+        # float32 at the backbone's boundary under --precision=bf16/fp16 (a no-op in fp32).
+        pooled = self.head_dropout(tf.cast(pooled, tf.float32), training=training)
         return tf.squeeze(self.classifier(pooled), -1)  # [B]
 
     def call(self, inputs, training: bool = False):

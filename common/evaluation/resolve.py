@@ -22,6 +22,7 @@ from common.evaluation.embedding import embed_sentences, score_sentence_pairs
 from common.models.encoder import (VALID_SPECS_HELP, EncoderConfig, SentenceEncoder, build_encoder, is_artifact_dir,
                                    is_hf_bert_dir, is_saved_model_dir)
 from common.models.export import CROSS_INPUTS, CROSS_OUTPUT, SERVING_INPUT, SERVING_OUTPUT
+from common.models.precision import DEFAULT_PRECISION, check_precision, is_mixed
 
 EMBEDDING_SUBDIR = "embedding"
 CROSS_SUBDIR = "cross"
@@ -200,14 +201,15 @@ def _trained_on(path: str) -> Tuple[str, ...]:
         return tuple(json.load(f).get("trained_on_evaluation_data", ()))
 
 
-def _encoder_embedder(name: str, source: str, config: EncoderConfig) -> Embedder:
+def _encoder_embedder(name: str, source: str, config: EncoderConfig, trained_on: Tuple[str, ...] = ()) -> Embedder:
     encoder = build_encoder(config)
     fn = encoder.embedding_function()
-    return Embedder(name, source, fn)
+    return Embedder(name, source, fn, trained_on)
 
 
 def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: str = "local",
-                  gcs_bucket: Optional[str] = None, max_seq_len: Optional[int] = None) -> Embedder:
+                  gcs_bucket: Optional[str] = None, max_seq_len: Optional[int] = None,
+                  precision: str = DEFAULT_PRECISION) -> Embedder:
     """Turns a `--model` value into an Embedder.
 
     Args:
@@ -222,11 +224,18 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
         gcs_bucket: str. Bucket name for `model_location="gcs"`.
         max_seq_len: int. Truncation length for encoder specs (exported models
             keep the length they were exported with).
+        precision: str. "fp32", "bf16" or "fp16" (`common.models.precision`).
+            fp32 loads a run's exported `embedding/` SavedModel (float32); bf16
+            and fp16 rebuild the run's encoder from its `weights/` in that
+            precision. Exported SavedModels and TFLite files compute as exported
+            and take only fp32. Defaults to "fp32".
 
     Raises:
-        ValueError: for an unknown form, listing the valid ones.
+        ValueError: for an unknown form, listing the valid ones, or a precision
+            the model cannot take.
         FileNotFoundError: for a run ID or path that does not exist.
     """
+    check_precision(precision)
     path = model_path(model, artifacts_dir, model_location, gcs_bucket)
     _require_gs_path(path)
     if path is None:
@@ -235,6 +244,14 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
         name = path.rstrip("/").rsplit("/", 1)[-1]
     else:
         name = path_name(path)
+    if path is not None and is_mixed(precision):
+        if is_artifact_dir(path):
+            return _encoder_embedder(name, path, EncoderConfig(spec=path, max_seq_len=max_seq_len, precision=precision),
+                                     _trained_on(path))
+        if _tflite_file(path) is not None or (is_saved_model_dir(path) and _embedding_saved_model(path)[0] is not None):
+            raise ValueError(f"--precision={precision}: {path} is an exported model, which computes as it was "
+                             "exported (float32); use --precision=fp32, or pass the run it came from (its run ID or "
+                             "artifact directory), whose encoder is rebuilt from its weights.")
     if path is not None:
         tflite = _tflite_file(path)
         if tflite is not None:
@@ -249,14 +266,14 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
                     return Embedder(name, candidate, fn, _trained_on(path))
         _refuse_cross_encoder(path)
         if is_saved_model_dir(path) or is_hf_bert_dir(path):
-            return _encoder_embedder(name, path, EncoderConfig(spec=path, max_seq_len=max_seq_len))
+            return _encoder_embedder(name, path, EncoderConfig(spec=path, max_seq_len=max_seq_len, precision=precision))
         raise ValueError(
             f"{path}: not a model directory; expected an artifact (embedding/saved_model.pb), "
             "an embedding SavedModel, a TF-Hub-format BERT SavedModel, a Hugging Face BERT directory "
             "or a TFLite export (model.tflite)."
         )
     try:
-        return _encoder_embedder(name, model, EncoderConfig(spec=model, max_seq_len=max_seq_len))
+        return _encoder_embedder(name, model, EncoderConfig(spec=model, max_seq_len=max_seq_len, precision=precision))
     except ValueError as e:
         _raise_unknown_model(model, e)
 

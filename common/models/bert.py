@@ -19,6 +19,8 @@ import numpy as np
 import tensorflow as tf
 from keras_hub.layers import PositionEmbedding, ReversibleEmbedding, TransformerEncoder
 
+from common.models import precision as precision_lib
+
 # HF `hidden_act` -> Keras activation. "gelu" in HF BERT is the exact erf form.
 _HF_ACTIVATIONS = {
     "gelu": "gelu",
@@ -128,37 +130,47 @@ class BertBackbone(keras.Model):
 
     Args:
         config: BertConfig or dict of its fields.
+        precision: str. "fp32", "bf16" or "fp16" (`common.models.precision`): the
+            dtype policy of every sublayer; variables are float32 in each, and the
+            weight names do not depend on it. Defaults to "fp32".
     """
 
-    def __init__(self, config: BertConfig | Mapping[str, Any], **kwargs):
-        super().__init__(**kwargs)
+    def __init__(self, config: BertConfig | Mapping[str, Any], precision: str = precision_lib.DEFAULT_PRECISION,
+                 **kwargs):
+        kwargs.pop("dtype", None)  # get_config's, rebuilt from `precision`
+        policy = precision_lib.dtype_policy(precision)
+        super().__init__(dtype=policy, **kwargs)
         if not isinstance(config, BertConfig):
             config = BertConfig(**config)
         self.config = config
+        self.precision = precision
         init = keras.initializers.TruncatedNormal(stddev=0.02)
+        activation = precision_lib.feedforward_activation(config.activation, precision, _activation(config.activation))
         # === Layers ===
         self.token_embedding = ReversibleEmbedding(
-            config.vocab_size, config.hidden_size, embeddings_initializer=init, name="token_embedding"
+            config.vocab_size, config.hidden_size, embeddings_initializer=init, name="token_embedding", dtype=policy
         )
         self.position_embedding = PositionEmbedding(
-            sequence_length=config.max_position_embeddings, initializer=init, name="position_embedding"
+            sequence_length=config.max_position_embeddings, initializer=init, name="position_embedding", dtype=policy
         )
         self.segment_embedding = keras.layers.Embedding(
-            config.type_vocab_size, config.hidden_size, embeddings_initializer=init, name="segment_embedding"
+            config.type_vocab_size, config.hidden_size, embeddings_initializer=init, name="segment_embedding",
+            dtype=policy
         )
         self.embeddings_layer_norm = keras.layers.LayerNormalization(
-            epsilon=config.layer_norm_eps, name="embeddings_layer_norm"
+            epsilon=config.layer_norm_eps, name="embeddings_layer_norm", dtype=policy
         )
-        self.embeddings_dropout = keras.layers.Dropout(config.dropout, name="embeddings_dropout")
+        self.embeddings_dropout = keras.layers.Dropout(config.dropout, name="embeddings_dropout", dtype=policy)
         self.transformer_layers = [
             TransformerEncoder(
                 num_heads=config.num_heads,
                 intermediate_dim=config.intermediate_size,
-                activation=_activation(config.activation),
+                activation=activation,
                 dropout=config.dropout,
                 layer_norm_epsilon=config.layer_norm_eps,
                 kernel_initializer=init,
                 name=f"transformer_layer_{i}",
+                dtype=policy,
             )
             for i in range(config.num_layers)
         ]
@@ -167,7 +179,7 @@ class BertBackbone(keras.Model):
         for i, layer in enumerate(self.transformer_layers):
             setattr(self, f"transformer_layer_{i}", layer)
         self.pooled_dense = keras.layers.Dense(
-            config.hidden_size, activation="tanh", kernel_initializer=init, name="pooled_dense"
+            config.hidden_size, activation="tanh", kernel_initializer=init, name="pooled_dense", dtype=policy
         )
         self.build_with_dummy_input()
 
@@ -203,7 +215,7 @@ class BertBackbone(keras.Model):
         return self.token_embedding.embeddings
 
     def get_config(self):
-        return {**super().get_config(), "config": dataclasses.asdict(self.config)}
+        return {**super().get_config(), "config": dataclasses.asdict(self.config), "precision": self.precision}
 
 
 def hf_tensors(path: str) -> Dict[str, np.ndarray]:

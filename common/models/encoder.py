@@ -31,6 +31,7 @@ import tensorflow as tf
 
 from common.models import bert as bert_lib
 from common.models import hub_backbone
+from common.models import precision as precision_lib
 from common.models.pooling import POOLING_MODES, pool
 from common.models.tokenization import BertTokenizer, TokenizerConfig, read_vocabulary
 
@@ -69,6 +70,10 @@ class EncoderConfig:
         pad_to_multiple_of: int. Round batch lengths up to a multiple of this.
         seed: int. Initialisation seed of "tiny". Defaults to 0.
         dropout: float or None. Overrides the checkpoint's dropout rate.
+        precision: str. "fp32", "bf16" or "fp16" (`common.models.precision`): how
+            the backbone computes; the outputs are float32 in each. A property of
+            how the encoder is used, not of its weights: an artifact's own is
+            not reused. Defaults to "fp32".
     """
 
     spec: str = "minilm"
@@ -78,6 +83,7 @@ class EncoderConfig:
     pad_to_multiple_of: int = 1
     seed: int = 0
     dropout: Optional[float] = None
+    precision: str = precision_lib.DEFAULT_PRECISION
 
 
 def minilm_dir() -> str:
@@ -224,7 +230,9 @@ class SentenceEncoder(keras.Model):
             [B, H] (pooled, then L2-normalised if `normalize`).
         """
         tokens = inputs if isinstance(inputs, Mapping) else self.tokenizer(inputs)
-        sequence_output = self.backbone(tokens, training=training)["sequence_output"]  # [B, T, H]
+        # float32 at the encoder's boundary whatever the backbone computes in (`--precision`):
+        # pooling, normalisation and every loss downstream stay float32 (a no-op in fp32).
+        sequence_output = tf.cast(self.backbone(tokens, training=training)["sequence_output"], tf.float32)  # [B, T, H]
         pooled = pool(sequence_output, tokens["padding_mask"], self.pooling)  # [B, H]
         embedding = tf.math.l2_normalize(pooled, axis=-1) if self.normalize else pooled
         return {
@@ -265,7 +273,8 @@ class SentenceEncoder(keras.Model):
         read); a TF Hub backbone is the SavedModel itself and is loaded again."""
         encoder_config = EncoderConfig(**config["encoder_config"])
         if "bert" in config["backbone"]:
-            backbone = bert_lib.BertBackbone(bert_lib.BertConfig(**config["backbone"]["bert"]), name="backbone")
+            backbone = bert_lib.BertBackbone(bert_lib.BertConfig(**config["backbone"]["bert"]),
+                                             precision=encoder_config.precision, name="backbone")
         else:
             backbone = hub_backbone.HubBertBackbone(config["backbone"]["hub"], name="backbone")
         tokenizer = BertTokenizer(config["vocabulary"], TokenizerConfig(**config["tokenizer"]))
@@ -321,11 +330,16 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
         ValueError: for an unknown spec or an inconsistent model directory.
         FileNotFoundError: when a required file is missing.
     """
+    precision_lib.check_precision(config.precision)
     kind, location = _resolve_spec(config.spec)
     if kind == "artifact":
         return _artifact_encoder(location, config)
     settings: Dict[str, Any] = {}
     head_tensors: Dict[str, np.ndarray] = {}
+    if kind == "hub" and precision_lib.is_mixed(config.precision):
+        raise ValueError(f"--precision={config.precision} needs a BERT built by this toolkit (minilm, a Hugging Face "
+                         f"BERT directory, a fresh BERT or a train.py run); {config.spec} is a TF-Hub SavedModel, "
+                         "whose graph computes in float32: use --precision=fp32.")
     if kind == "hub":
         backbone = hub_backbone.HubBertBackbone(location, name="backbone")
         vocab_path, lowercase = backbone.vocabulary_path(), backbone.do_lower_case()
@@ -344,7 +358,7 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
                 lowercase = bool(_read_json(tok_cfg).get("do_lower_case", True))
         if config.dropout is not None:
             bert_config = dataclasses.replace(bert_config, dropout=config.dropout)
-        backbone = bert_lib.BertBackbone(bert_config, name="backbone")
+        backbone = bert_lib.BertBackbone(bert_config, precision=config.precision, name="backbone")
         if kind == "tiny":
             randomize_weights(backbone, config.seed)
         elif kind == "fresh":
@@ -382,9 +396,11 @@ def _artifact_encoder(path: str, config: EncoderConfig) -> SentenceEncoder:
     Settings given in `config` (length, pooling, dropout, padding) override the
     run's; the architecture and vocabulary are the run's.
     """
-    saved = EncoderConfig(**_read_json(_join(path, "config.json"))["encoder"])
+    # The caller's precision, never the run's: a bf16-trained run loads as fp32 unless asked.
+    saved = dataclasses.replace(EncoderConfig(**_read_json(_join(path, "config.json"))["encoder"]),
+                                precision=config.precision)
     overrides = {k: v for k, v in dataclasses.asdict(config).items()
-                 if k not in ("spec", "seed") and v is not None and v != getattr(EncoderConfig(), k)}
+                 if k not in ("spec", "seed", "precision") and v is not None and v != getattr(EncoderConfig(), k)}
     encoder = build_encoder(dataclasses.replace(saved, **overrides))
     prefix = tf.train.latest_checkpoint(_join(path, WEIGHTS_SUBDIR))
     if prefix is None:
@@ -398,3 +414,16 @@ def _artifact_encoder(path: str, config: EncoderConfig) -> SentenceEncoder:
     encoder.pretrained_head_checkpoint = prefix if any(n.startswith("model/mlm_head/") for n in names) else None
     encoder.encoder_config = dataclasses.replace(encoder.encoder_config, spec=path)
     return encoder
+
+
+def float32_encoder(encoder: SentenceEncoder) -> SentenceEncoder:
+    """`encoder` itself in fp32, else an fp32 copy with the same weights (for export:
+    exported graphs compute in float32 whatever the run trained in)."""
+    if not precision_lib.is_mixed(encoder.encoder_config.precision):
+        return encoder
+    config = encoder.get_config()
+    config["encoder_config"] = {**config["encoder_config"], "precision": precision_lib.DEFAULT_PRECISION}
+    copy = SentenceEncoder.from_config(config)
+    copy.set_weights(encoder.get_weights())
+    copy.encoder_config = dataclasses.replace(encoder.encoder_config, precision=precision_lib.DEFAULT_PRECISION)
+    return copy

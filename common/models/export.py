@@ -10,6 +10,9 @@ The embedding SavedModel is also a Reusable SavedModel in TF Hub's format
 training=False)` (dropout when `training=True`), `variables`,
 `trainable_variables` and `regularization_losses` on the root, so
 `hub.KerasLayer(path, trainable=True)` fine-tunes the encoder inside a tf_keras model.
+Its graph computes in float32 whatever `--precision` the encoder was trained in (the
+variables are float32 in every precision): a portable model whose scores do not depend
+on how it was trained.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any, Dict, Optional, Tuple
 import tensorflow as tf
 
 from common import artifacts
-from common.models.encoder import SentenceEncoder
+from common.models.encoder import SentenceEncoder, float32_encoder
 
 SERVING_INPUT = "sentences"
 SERVING_OUTPUT = "embeddings"
@@ -35,6 +38,7 @@ def export_encoder(encoder: SentenceEncoder, path: str) -> None:
     """
     if tf.io.gfile.exists(path):
         raise FileExistsError(f"Refusing to overwrite an existing SavedModel: {path}")
+    encoder = float32_encoder(encoder)
     # tf.Module's base class: tf.Module computes `variables` and `trainable_variables` as
     # read-only properties, which are not saved (tf.train.Checkpoint, as in TF Hub's own
     # examples, would add a `save_counter` variable).

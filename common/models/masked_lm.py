@@ -12,6 +12,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from common.models import precision as precision_lib
+
 MLM_RATE = 0.15
 
 
@@ -64,17 +66,24 @@ class MaskedLMHead(keras.layers.Layer):
         vocab_size: int.
         layer_norm_eps: float. Defaults to 1e-12.
         activation: str. Defaults to "gelu" (exact, as HF BERT).
+        precision: str. "fp32", "bf16" or "fp16", as the encoder's
+            (`common.models.precision`); the logits are float32 in each. Defaults to "fp32".
     """
 
     def __init__(self, embeddings: Callable[[], tf.Variable], hidden_size: int, vocab_size: int,
-                 layer_norm_eps: float = 1e-12, activation: str = "gelu", **kwargs):
-        super().__init__(**kwargs)
+                 layer_norm_eps: float = 1e-12, activation: str = "gelu",
+                 precision: str = precision_lib.DEFAULT_PRECISION, **kwargs):
+        kwargs.pop("dtype", None)
+        policy = precision_lib.dtype_policy(precision)
+        super().__init__(dtype=policy, **kwargs)
         self._embeddings = embeddings
         self.hidden_size = hidden_size
         self.vocab_size = vocab_size
-        self.transform = keras.layers.Dense(hidden_size, activation=activation, name="transform",
+        self.transform = keras.layers.Dense(hidden_size, name="transform", dtype=policy,
+                                            activation=precision_lib.feedforward_activation(activation, precision,
+                                                                                            activation),
                                             kernel_initializer=keras.initializers.TruncatedNormal(stddev=0.02))
-        self.layer_norm = keras.layers.LayerNormalization(epsilon=layer_norm_eps, name="layer_norm")
+        self.layer_norm = keras.layers.LayerNormalization(epsilon=layer_norm_eps, name="layer_norm", dtype=policy)
         self.transform.build((None, hidden_size))
         self.layer_norm.build((None, hidden_size))
         self.bias = self.add_weight(name="bias", shape=(vocab_size,), initializer="zeros")
@@ -86,6 +95,7 @@ class MaskedLMHead(keras.layers.Layer):
         `cls.predictions.*`, or the `mlm_head` of a train.py artifact)."""
         matrix = encoder.token_embedding_matrix
         vocab_size, hidden_size = matrix().shape
+        kwargs.setdefault("precision", encoder.encoder_config.precision)
         head = cls(matrix, hidden_size, vocab_size, layer_norm_eps=encoder.layer_norm_epsilon, **kwargs)
         prefix = getattr(encoder, "pretrained_head_checkpoint", None)
         if prefix:
@@ -97,9 +107,11 @@ class MaskedLMHead(keras.layers.Layer):
         return head
 
     def call(self, hidden: tf.Tensor) -> tf.Tensor:
-        """[M, hidden] vectors of the selected positions -> [M, vocab] logits."""
-        x = self.layer_norm(self.transform(hidden))
-        return tf.matmul(x, tf.convert_to_tensor(self._embeddings()), transpose_b=True) + self.bias
+        """[M, hidden] vectors of the selected positions -> [M, vocab] float32 logits."""
+        x = self.layer_norm(self.transform(hidden))  # [M, hidden], the compute dtype
+        embeddings = tf.cast(tf.convert_to_tensor(self._embeddings()), x.dtype)  # [vocab, hidden]
+        # The vocabulary projection in the compute dtype, the logits float32 (casts are no-ops in fp32).
+        return tf.cast(tf.matmul(x, embeddings, transpose_b=True) + self.bias, tf.float32)  # [M, vocab]
 
     def load_hf_head(self, tensors: Dict[str, np.ndarray], source: str) -> bool:
         """Loads `cls.predictions.*` from a HF checkpoint; False if it has none."""

@@ -18,6 +18,7 @@ import math
 import typing
 from typing import Any, Dict, Optional, Tuple
 
+from common.models.precision import DEFAULT_PRECISION, PRECISION_HELP, check_precision
 from common.training.distribute import STRATEGIES
 
 
@@ -100,6 +101,9 @@ class EncoderSection:
                                      lower_bound=1)
     dropout: Optional[float] = option(None, "Dropout rate of the encoder; default: the checkpoint's own.",
                                       lower_bound=0.0)
+    # A string flag checked in `validate` rather than an enum flag: absl rejects a bad enum
+    # value itself, in two lines with exit code 1, instead of this toolkit's one line and 2.
+    precision: str = option(DEFAULT_PRECISION, PRECISION_HELP + " One of fp32, bf16, fp16.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,6 +163,7 @@ class TrainConfig:
             raise ValueError(f"--warmup_fraction must be < 1; got {self.optimizer.warmup_fraction}.")
         if self.encoder.dropout is not None and not self.encoder.dropout < 1:
             raise ValueError(f"--dropout must be in [0, 1); got {self.encoder.dropout}.")
+        check_precision(self.encoder.precision)
         check = getattr(self.options, "validate", None)
         if check is not None:
             check(self)

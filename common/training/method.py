@@ -9,7 +9,8 @@ A method's model subclasses `MethodModel`. It implements one hook,
 and, where it has more than an encoder to publish, `published_layers()`. The
 base class owns everything else: `train_step` / `test_step`, metric tracking,
 the optional gradient clip on the global gradient, skipping variables that
-get no gradient, and the weights that are published.
+get no gradient, the dynamic loss scale of an fp16 encoder, and the weights
+that are published.
 
 Each method package registers itself once in its `method.py`
 (`common.training.registry.register`), with its options dataclass, its model
@@ -25,6 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 from common.training.distribute import replica_sum
+from common.training.loss_scale import DynamicLossScale
 
 
 def step_outputs(metrics) -> Dict[str, tf.Tensor]:
@@ -64,6 +66,9 @@ class MethodModel(keras.Model):
         clip_norm: float or None. Clip the global-batch gradient to this global
             norm before the update (applied across replicas, see
             `clip_by_global_norm_across_replicas`); None or 0 disables it.
+            An encoder built with `precision="fp16"` gets a dynamic loss scale
+            (`loss_scale`, see `common.training.loss_scale`); build the model
+            inside the strategy's scope, as `build_model` is.
         **kwargs: passed to keras.Model (e.g. `name`).
 
     Class attributes:
@@ -81,6 +86,8 @@ class MethodModel(keras.Model):
         super().__init__(**kwargs)
         self.encoder = encoder
         self.clip_norm = clip_norm
+        precision = getattr(getattr(encoder, "encoder_config", None), "precision", None)
+        self.loss_scale = DynamicLossScale() if precision == "fp16" else None
         self.trackers = {name: keras.metrics.Mean(name=name) for name in self.metric_names}
         # A finite dataset of global batches that `make_data` may set (e.g. held-out
         # books for masked-LM): `validation_metrics()` scores it at each epoch end.
@@ -148,6 +155,8 @@ class MethodModel(keras.Model):
         return values
 
     def train_step(self, data):
+        if self.loss_scale is not None:
+            return self._loss_scaled_train_step(data)
         with tf.GradientTape() as tape:
             out = self.compute_losses(data, training=True)
         grads = tape.gradient(out["loss"], self.trainable_variables)
@@ -156,6 +165,50 @@ class MethodModel(keras.Model):
         apply_gradients(self.optimizer, grads, self.trainable_variables)
         self.update_metrics(data, out)
         return step_outputs(self.metrics)
+
+    def _loss_scaled_train_step(self, data):
+        """`train_step` with the fp16 loss scale: gradients are unscaled before the clip, and a
+        step whose gradients overflowed on any replica changes no weight (it still counts as a
+        step, so the learning-rate schedule and the resumable data stream stay on the step)."""
+        with tf.GradientTape() as tape:
+            out = self.compute_losses(data, training=True)
+            scaled = self.loss_scale.scale_loss(out["loss"])
+        grads = self.loss_scale.unscale(tape.gradient(scaled, self.trainable_variables))
+        finite = self.loss_scale.all_finite(grads)  # the same on every replica
+        if self.clip_norm:
+            grads = clip_by_global_norm_across_replicas(grads, self.clip_norm)
+        self._apply_if_finite(finite, grads)
+        self.loss_scale.update(finite)
+        self.update_metrics(data, out)
+        return step_outputs(self.metrics)
+
+    def _apply_if_finite(self, finite: tf.Tensor, grads) -> None:
+        """Applies `grads` when `finite`, else only advances the step counter.
+
+        The optimizer's cross-replica gradient sum is a `merge_call`, which TensorFlow
+        refuses inside a `tf.cond` in replica context; as Keras' LossScaleOptimizer,
+        the branch is then taken in cross-replica context and applied per replica.
+        """
+        pairs = [(g, v) for g, v in zip(grads, self.trainable_variables) if g is not None]
+        variables = [v for _, v in pairs]
+
+        def apply(gradients):
+            self.optimizer.apply_gradients(list(zip(gradients, variables)))
+
+        def skip():
+            self.optimizer.iterations.assign_add(1)
+
+        gradients = [g for g, _ in pairs]
+        if tf.__internal__.distribute.strategy_supports_no_merge_call():
+            tf.cond(finite, lambda: apply(gradients), skip)
+            return
+
+        def cross_replica(strategy, finite, gradients):
+            # `finite` is the global verdict, the same on every replica.
+            finite = strategy.experimental_local_results(finite)[0]
+            tf.cond(finite, lambda: strategy.extended.call_for_each_replica(apply, args=(gradients,)), skip)
+
+        tf.distribute.get_replica_context().merge_call(cross_replica, args=(finite, gradients))
 
     def test_step(self, data):
         self.update_metrics(data, self.compute_losses(data, training=False))

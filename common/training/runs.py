@@ -160,7 +160,7 @@ def encoder_config(config: TrainConfig, **overrides: Any) -> EncoderConfig:
     enc = config.encoder
     spec = artifacts.model_path(enc.model, config.run.artifacts_dir) or enc.model
     settings = dict(spec=spec, max_seq_len=enc.max_seq_len, pad_to_multiple_of=enc.pad_to_multiple_of,
-                    dropout=enc.dropout, seed=config.run.seed)
+                    dropout=enc.dropout, seed=config.run.seed, precision=enc.precision)
     return EncoderConfig(**{**settings, **overrides})
 
 
