@@ -30,6 +30,8 @@ flags.DEFINE_integer("pairs", 1000, "Pairs sampled from sts_sickr (each used in 
 flags.DEFINE_integer("cycles", 1, "Trans-Encoder cycles.")
 flags.DEFINE_integer("bi_epochs", 1, "Bi-encoder epochs per cycle (the official protocol: 10).")
 flags.DEFINE_integer("seed", 0, "Seed of the sample and the run.")
+flags.DEFINE_string("resume", "", "Run ID of an interrupted benchmark run (same flags) to continue: finished "
+                    "phases are kept, the unfinished one resumes from its last checkpoint.")
 FLAGS = flags.FLAGS
 
 
@@ -65,6 +67,8 @@ def main(argv):
                     eval_each_epoch=False, checkpoint_every=10_000, log_every=10)
     if FLAGS.mutual_init:
         settings["mutual_init"] = FLAGS.mutual_init
+    if FLAGS.resume:
+        settings["resume"] = FLAGS.resume
     config = build_config("trans_encoder", settings)
     start = time.time()
     run = train(config, evaluator=StsbDevEvaluator(FLAGS.data_path, progress=False))
