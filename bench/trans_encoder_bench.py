@@ -15,6 +15,7 @@ Writes artifacts/bench/trans_encoder_bench.json (trans_encoder_bench_mutual.json
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -52,7 +53,7 @@ def main(argv):
     from common.training.loop import RunPaths
     from common.training.phases import PhaseRunner
     from common.training.registry import build_config
-    from common.training.runs import RunContext, train
+    from common.training.runs import RunContext, load_run_config, train
     from trans_encoder_tf.data import sts_sickr_pairs
     from trans_encoder_tf.method import _Models, embed_fn_of, members, pair_fn_of
 
@@ -67,9 +68,11 @@ def main(argv):
                     eval_each_epoch=False, checkpoint_every=10_000, log_every=10)
     if FLAGS.mutual_init:
         settings["mutual_init"] = FLAGS.mutual_init
-    if FLAGS.resume:
-        settings["resume"] = FLAGS.resume
     config = build_config("trans_encoder", settings)
+    if FLAGS.resume:
+        # As `train.py --resume=<ID>`: the run's saved settings (which hold the phase budgets it resolved).
+        saved = load_run_config(FLAGS.artifacts_dir, FLAGS.resume)
+        config = dataclasses.replace(saved, run=dataclasses.replace(saved.run, resume=FLAGS.resume))
     start = time.time()
     run = train(config, evaluator=StsbDevEvaluator(FLAGS.data_path, progress=False))
     train_seconds = round(time.time() - start, 1)
