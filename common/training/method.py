@@ -6,7 +6,11 @@ A method's model subclasses `MethodModel`. It implements one hook,
         global-batch loss (what is differentiated), "total": the global loss,
         and any other global scalars named in `metric_names`}
 
-and, where it has more than an encoder to publish, `published_layers()`. The
+and, where it has more than an encoder to publish, `published_layers()`. A
+method whose loss is an in-batch contrastive loss may instead implement
+`embed_views` and `loss_from_views` (`compute_losses` is then their
+composition); with `mini_batch_chunks` set, the step caches gradients
+(`common.training.grad_cache`) so that batches larger than memory fit. The
 base class owns everything else: `train_step` / `test_step`, metric tracking,
 the optional gradient clip on the global gradient, skipping variables that
 get no gradient, and the weights that are published.
@@ -25,6 +29,8 @@ import numpy as np
 import tensorflow as tf
 
 from common.training.distribute import replica_sum
+from common.training.grad_cache import cached_gradients
+from common.training.loop import rng_variables
 
 
 def step_outputs(metrics) -> Dict[str, tf.Tensor]:
@@ -64,6 +70,10 @@ class MethodModel(keras.Model):
         clip_norm: float or None. Clip the global-batch gradient to this global
             norm before the update (applied across replicas, see
             `clip_by_global_norm_across_replicas`); None or 0 disables it.
+        mini_batch_chunks: int. Gradient caching: each replica's batch is embedded
+            and back-propagated in this many mini-batches
+            (`common.training.grad_cache.mini_batch_chunks`); needs `embed_views`
+            and `loss_from_views`. 0 (the default): the plain step.
         **kwargs: passed to keras.Model (e.g. `name`).
 
     Class attributes:
@@ -77,10 +87,11 @@ class MethodModel(keras.Model):
     metric_names: Tuple[str, ...] = ("loss",)
     pair_outputs: Optional[Tuple[str, ...]] = None
 
-    def __init__(self, encoder, clip_norm: Optional[float] = None, **kwargs):
+    def __init__(self, encoder, clip_norm: Optional[float] = None, mini_batch_chunks: int = 0, **kwargs):
         super().__init__(**kwargs)
         self.encoder = encoder
         self.clip_norm = clip_norm
+        self.mini_batch_chunks = mini_batch_chunks
         self.trackers = {name: keras.metrics.Mean(name=name) for name in self.metric_names}
         # A finite dataset of global batches that `make_data` may set (e.g. held-out
         # books for masked-LM): `validation_metrics()` scores it at each epoch end.
@@ -101,6 +112,21 @@ class MethodModel(keras.Model):
             global loss, for logging) and every other name in `metric_names`.
         """
         raise NotImplementedError(f"{type(self).__name__} must implement compute_losses(data, training).")
+
+    def embed_views(self, data, training: bool) -> Tuple[Dict[str, tf.Tensor], Dict[str, tf.Tensor]]:
+        """For gradient caching: the embeddings of a (mini-)batch, and per-batch sums.
+
+        Returns:
+            (views: name -> [rows, ...] per-example embeddings, which concatenate over
+            mini-batches; sums: name -> scalar, which add up over mini-batches, e.g. a
+            cross-entropy sum). Every call must draw the same dropout seeds for the
+            same seed states (the cached step replays them).
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not support --mini_batch_size (no embed_views).")
+
+    def loss_from_views(self, views: Dict[str, tf.Tensor], sums: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+        """For gradient caching: `compute_losses`' dict from the whole batch's `embed_views`."""
+        raise NotImplementedError(f"{type(self).__name__} does not support --mini_batch_size (no loss_from_views).")
 
     def published_layers(self) -> Dict[str, keras.layers.Layer]:
         """The layers whose weights the artifact's `weights/` checkpoint holds."""
@@ -147,10 +173,18 @@ class MethodModel(keras.Model):
             metric.reset_state()
         return values
 
-    def train_step(self, data):
+    def compute_gradients(self, data) -> Tuple[list, Dict[str, tf.Tensor]]:
+        """This replica's gradients of its loss share (None for a variable without one),
+        and `compute_losses`' dict: one tape over the step, or cached mini-batches."""
+        if self.mini_batch_chunks:
+            return cached_gradients(lambda part: self.embed_views(part, training=True), self.loss_from_views, data,
+                                    self.mini_batch_chunks, self.trainable_variables, rng_variables(self))
         with tf.GradientTape() as tape:
             out = self.compute_losses(data, training=True)
-        grads = tape.gradient(out["loss"], self.trainable_variables)
+        return tape.gradient(out["loss"], self.trainable_variables), out
+
+    def train_step(self, data):
+        grads, out = self.compute_gradients(data)
         if self.clip_norm:
             grads = clip_by_global_norm_across_replicas(grads, self.clip_norm)
         apply_gradients(self.optimizer, grads, self.trainable_variables)
