@@ -102,12 +102,15 @@ def split_batch(data, num_chunks: int):
 
 
 def _read_states(states: Sequence) -> tf.Tensor:
-    return tf.stack([tf.convert_to_tensor(s.value) for s in states])  # [n, 2]
+    """The seed-generator states as one [n, 2] int64 tensor."""
+    if not states:
+        return tf.zeros([0, 2], tf.int64)
+    return tf.stack([tf.cast(s.value, tf.int64) for s in states])  # [n, 2]
 
 
 def _restore_states(states: Sequence, values: tf.Tensor) -> None:
     for i, s in enumerate(states):
-        s.assign(values[i])
+        s.assign(tf.cast(values[i], s.dtype))
 
 
 def _while(num_chunks: int, body, loop_vars):
@@ -143,9 +146,8 @@ def cached_gradients(embed: EmbedFn, loss: LossFn, data, num_chunks: int, variab
     rng_states = list(rng_states)
 
     # (1) Every mini-batch embedded without a tape, recording the seed states before each.
-    starts = tf.TensorArray(tf.int64, size=num_chunks) if rng_states else None
-    if rng_states:
-        starts = starts.write(0, tf.cast(_read_states(rng_states), tf.int64))
+    starts = tf.TensorArray(tf.int64, size=num_chunks, element_shape=[len(rng_states), 2])
+    starts = starts.write(0, _read_states(rng_states))
     views0, sums0 = embed(chunk(0))
     names, sum_names = sorted(views0), sorted(sums0)
     arrays = [tf.TensorArray(views0[n].dtype, size=num_chunks, infer_shape=False,
@@ -154,15 +156,13 @@ def cached_gradients(embed: EmbedFn, loss: LossFn, data, num_chunks: int, variab
     totals = [sums0[n] for n in sum_names]
 
     def first_pass(i, starts, arrays, totals):
-        if rng_states:
-            starts = starts.write(i, tf.cast(_read_states(rng_states), tf.int64))
+        starts = starts.write(i, _read_states(rng_states))
         views, sums = embed(chunk(i))
         return (starts, [a.write(i, views[n]) for a, n in zip(arrays, names)],
                 [t + sums[n] for t, n in zip(totals, sum_names)])
 
-    starts, arrays, totals = _while(num_chunks, first_pass, (starts if rng_states else tf.constant(0), arrays,
-                                                            totals))
-    ends = _read_states(rng_states) if rng_states else None
+    starts, arrays, totals = _while(num_chunks, first_pass, (starts, arrays, totals))
+    ends = _read_states(rng_states)
     views = {n: tf.stop_gradient(a.concat()) for n, a in zip(names, arrays)}
     sums = {n: tf.stop_gradient(t) for n, t in zip(sum_names, totals)}
 
@@ -180,8 +180,7 @@ def cached_gradients(embed: EmbedFn, loss: LossFn, data, num_chunks: int, variab
 
     # (3) Each mini-batch again, with the masks of its first pass, under a tape.
     def backward(i):
-        if rng_states:
-            _restore_states(rng_states, tf.cast(starts.read(i), ends.dtype))
+        _restore_states(rng_states, starts.read(i))
         with tf.GradientTape() as inner:
             views_i, sums_i = embed(chunk(i))
         d_i = d_chunk(i)
@@ -198,8 +197,7 @@ def cached_gradients(embed: EmbedFn, loss: LossFn, data, num_chunks: int, variab
         return ([a + grads[k] for a, k in zip(accumulated, present)],)
 
     (accumulated,) = _while(num_chunks, second_pass, ([grads0[k] for k in present],))
-    if rng_states:
-        _restore_states(rng_states, ends)
+    _restore_states(rng_states, ends)
     grads: List[Optional[tf.Tensor]] = [None] * len(grads0)
     for k, g in zip(present, accumulated):
         grads[k] = g
