@@ -1,6 +1,6 @@
 """The largest unsup SimCSE batch that fits a memory limit, with and without gradient caching.
 
-    .venv/bin/python -m bench.grad_cache_memory --rss_limit_mb=6000 --mini_batch_size=32
+    .venv/bin/python -m bench.grad_cache_memory --rss_limit_mb=6000 --mini_batch_size=32 [--modes=cached]
 
 For each mode (plain; `--mini_batch_size`), batch sizes double from --start_batch
 until a training step no longer fits --rss_limit_mb (or --max_batch is reached).
@@ -31,6 +31,7 @@ flags.DEFINE_integer("mini_batch_size", 32, "Gradient caching's mini-batch (the 
 flags.DEFINE_integer("start_batch", 64, "First batch size tried (a multiple of --mini_batch_size).", lower_bound=1)
 flags.DEFINE_integer("max_batch", 65536, "Largest batch size tried.", lower_bound=1)
 flags.DEFINE_integer("steps", 2, "Timed optimizer steps per try (after one warm-up step).", lower_bound=1)
+flags.DEFINE_multi_enum("modes", ["plain", "cached"], ["plain", "cached"], "Which modes to search.")
 flags.DEFINE_float("timeout", 1800, "Seconds a try may take.")
 flags.DEFINE_string("out", "artifacts/bench/grad_cache_memory.json", "Where the results are written.")
 flags.DEFINE_integer("child_batch", 0, "Internal: run one try in this process with this batch size.")
@@ -121,7 +122,8 @@ def main(argv):
     if FLAGS.start_batch % FLAGS.mini_batch_size:
         raise app.UsageError("--start_batch must be a multiple of --mini_batch_size.")
     results = {}
-    for mode, mini in (("plain", 0), (f"cached, mini-batch {FLAGS.mini_batch_size}", FLAGS.mini_batch_size)):
+    modes = {"plain": ("plain", 0), "cached": (f"cached, mini-batch {FLAGS.mini_batch_size}", FLAGS.mini_batch_size)}
+    for mode, mini in (modes[m] for m in FLAGS.modes):
         tries, batch = [], FLAGS.start_batch
         while batch <= FLAGS.max_batch:
             tries.append(_try(batch, mini))
