@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from common.training.config import option
+from common.training.grad_cache import GradCacheOptions
 from declutr_tf.span_sampling import SAMPLING_STRATEGIES, SpanConfig
 
 # Project Gutenberg books, one ~4,000-word document per line (no evaluation set is drawn from them).
@@ -17,7 +18,7 @@ DEFAULTS = {"train_data": DEFAULT_DOCUMENTS, "batch_size": 4, "max_seq_len": 512
 
 
 @dataclasses.dataclass(frozen=True)
-class DeclutrOptions:
+class DeclutrOptions(GradCacheOptions):
     """DeCLUTR hyperparameters; defaults are the paper's (A=2, P=2, l_min=32, l_max=512, temperature 0.05)."""
 
     num_anchors: int = option(2, "Anchors per document (A).", lower_bound=1)
@@ -36,6 +37,7 @@ class DeclutrOptions:
                           self.sampling_strategy)
 
     def validate(self, config) -> None:
+        super().validate(config)  # --mini_batch_size counts documents, as --batch_size
         self.spans  # validates the span settings
         if not (self.mlm or self.contrastive):
             raise ValueError("--mlm=false and --contrastive=false leave nothing to train.")

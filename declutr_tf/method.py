@@ -13,6 +13,7 @@ from common.models.encoder import build_encoder
 from common.models.masked_lm import MaskedLMHead, mask_tokens
 from common.training import registry
 from common.training.config import TrainConfig
+from common.training.grad_cache import mini_batch_chunks
 from common.training.runs import encoder_config
 from declutr_tf.config import DEFAULTS, DeclutrOptions
 from declutr_tf.documents import read_documents, span_batches
@@ -24,6 +25,7 @@ def build_model(config: TrainConfig):
     encoder = build_encoder(encoder_config(config, pooling="mean"))
     head = MaskedLMHead.for_encoder(encoder, name="mlm_head") if options.mlm else None
     return DeclutrModel(encoder, options.num_positives, options.temperature, head, options.contrastive,
+                        mini_batch_chunks=mini_batch_chunks(options.mini_batch_size, config.run.batch_size),
                         name="declutr")
 
 

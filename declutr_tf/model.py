@@ -29,7 +29,7 @@ class DeclutrModel(MethodModel):
         mlm_head: MaskedLMHead or None (no MLM: `--mlm=false`).
         contrastive: bool. False trains MLM only (the paper's ablation).
         **kwargs: passed to MethodModel (`clip_norm`: the paper clips the
-            global gradient norm to 1).
+            global gradient norm to 1; `mini_batch_chunks`: gradient caching).
     """
 
     metric_names = ("loss", "contrastive", "mlm")
@@ -51,29 +51,45 @@ class DeclutrModel(MethodModel):
             parts["mlm_head"] = self.mlm_head
         return parts
 
-    def compute_losses(self, data: Mapping[str, Mapping[str, tf.Tensor]], training: bool):
-        """The global-batch DeCLUTR loss.
+    def embed_views(self, data: Mapping[str, Mapping[str, tf.Tensor]], training: bool):
+        """Anchor and positive-mean embeddings ([n, H] each), and the anchors' MLM sums.
+
+        MLM and the anchor embedding come from one forward pass over the masked anchors.
+        """
+        anchors = data["anchors"]
+        anchor_out = self.encoder({k: anchors[k] for k in ("token_ids", "padding_mask", "segment_ids")},
+                                  training=training)
+        views, sums = {}, {}
+        if self.contrastive:
+            positive_out = self.encoder(data["positives"], training=training)
+            hidden = tf.shape(positive_out["pooled"])[-1]
+            views["anchors"] = anchor_out["pooled"]  # [n, H]
+            views["positives"] = tf.reduce_mean(
+                tf.reshape(positive_out["pooled"], [-1, self.num_positives, hidden]), axis=1)  # [n, H]
+        if self.mlm_head is not None:
+            stats = masked_lm_statistics(self.mlm_head, anchor_out["sequence_output"], anchors["mlm_labels"],
+                                         anchors["mlm_weights"])
+            sums = {"mlm_sum": stats["mlm_sum"], "mlm_count": stats["mlm_count"]}
+        return views, sums
+
+    def loss_from_views(self, views: Mapping[str, tf.Tensor], sums: Mapping[str, tf.Tensor]):
+        """The global-batch DeCLUTR loss from this replica's `embed_views`.
 
         Returns:
             Dict: `loss` (this replica's share: differentiate it), and the
             global values `total`, `contrastive`, `mlm`.
         """
-        anchors = data["anchors"]
-        anchor_out = self.encoder({k: anchors[k] for k in ("token_ids", "padding_mask", "segment_ids")},
-                                  training=training)
         zero = tf.zeros([], tf.float32)
         local, contrastive, mlm = zero, zero, zero
         if self.contrastive:
-            positive_out = self.encoder(data["positives"], training=training)
-            hidden = tf.shape(positive_out["pooled"])[-1]
-            positives = tf.reduce_mean(
-                tf.reshape(positive_out["pooled"], [-1, self.num_positives, hidden]), axis=1)  # [n, H]
-            c_local, contrastive = nt_xent_loss(anchor_out["pooled"], positives, self.temperature)
+            c_local, contrastive = nt_xent_loss(views["anchors"], views["positives"], self.temperature)
             local += c_local
         if self.mlm_head is not None:
-            stats = masked_lm_statistics(self.mlm_head, anchor_out["sequence_output"], anchors["mlm_labels"],
-                                         anchors["mlm_weights"])
-            count = tf.maximum(tf.stop_gradient(replica_sum(stats["mlm_count"])), 1.0)
-            local += stats["mlm_sum"] / count
-            mlm = tf.stop_gradient(replica_sum(stats["mlm_sum"])) / count
+            count = tf.maximum(tf.stop_gradient(replica_sum(sums["mlm_count"])), 1.0)
+            local += sums["mlm_sum"] / count
+            mlm = tf.stop_gradient(replica_sum(sums["mlm_sum"])) / count
         return {"loss": local, "total": contrastive + mlm, "contrastive": contrastive, "mlm": mlm}
+
+    def compute_losses(self, data: Mapping[str, Mapping[str, tf.Tensor]], training: bool):
+        """The global-batch DeCLUTR loss (`loss_from_views` of `embed_views`)."""
+        return self.loss_from_views(*self.embed_views(data, training))

@@ -6,6 +6,7 @@ import dataclasses
 
 from common.data.nli import DEFAULT_NLI_TRAIN
 from common.training.config import option
+from common.training.grad_cache import GradCacheOptions
 
 MODES = ("unsup", "sup")
 POOLINGS = ("cls_mlp", "cls", "mean")
@@ -24,7 +25,7 @@ def mode_defaults(given):
 
 
 @dataclasses.dataclass(frozen=True)
-class SimcseOptions:
+class SimcseOptions(GradCacheOptions):
     """SimCSE hyperparameters.
 
     Training data: unsup takes `.txt` files (one sentence per line),
@@ -43,5 +44,6 @@ class SimcseOptions:
                                            "(the paper trains on 10^6).", lower_bound=1)
 
     def validate(self, config) -> None:
+        super().validate(config)
         if not (self.temperature > 0 and self.hard_negative_weight > 0):
             raise ValueError("--temperature and --hard_negative_weight must be > 0.")

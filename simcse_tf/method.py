@@ -16,6 +16,7 @@ from common.models.encoder import build_encoder
 from common.models.tokenization import truncated_sentences
 from common.training import registry
 from common.training.config import TrainConfig
+from common.training.grad_cache import mini_batch_chunks
 from common.training.runs import encoder_config
 from simcse_tf.config import DEFAULTS, SimcseOptions, mode_defaults
 from simcse_tf.data import read_sentences, read_triples
@@ -47,7 +48,9 @@ def build_model(config: TrainConfig):
     options = config.options
     encoder = build_encoder(encoder_config(config, pooling="mean" if options.pooling == "mean" else "cls"))
     return SimcseModel(encoder, options.mode, options.temperature, options.hard_negative_weight,
-                       use_mlp=options.pooling == "cls_mlp", name="simcse")
+                       use_mlp=options.pooling == "cls_mlp",
+                       mini_batch_chunks=mini_batch_chunks(options.mini_batch_size, config.run.batch_size),
+                       name="simcse")
 
 
 def make_data(config: TrainConfig, model):

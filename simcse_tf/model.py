@@ -28,6 +28,7 @@ class SimcseModel(MethodModel):
         hard_negative_weight: float. Weight of each query's own hard negative.
         use_mlp: bool. A Dense(hidden, tanh) over the pooled vector during
             training only ("cls_mlp": it is not part of the exported encoder).
+        **kwargs: passed to MethodModel (`mini_batch_chunks`: gradient caching).
     """
 
     def __init__(self, encoder: SentenceEncoder, mode: str = "unsup", temperature: float = 0.05,
@@ -53,17 +54,25 @@ class SimcseModel(MethodModel):
         pooled = self.encoder(tokens, training=training)["pooled"]  # [B, H]
         return self.mlp(pooled) if self.mlp is not None else pooled
 
-    def compute_losses(self, data: Mapping[str, Mapping[str, tf.Tensor]], training: bool) -> Dict[str, tf.Tensor]:
-        """Returns `loss` (this replica's share) and `total` (the global-batch loss)."""
+    def embed_views(self, data: Mapping[str, Mapping[str, tf.Tensor]], training: bool):
+        """unsup: two dropout views of the sentences; sup: premise, entailment, contradiction."""
         if self.mode == "unsup":
             tokens = data["sentences"]
             view1 = self.embed_for_training(tokens, training)  # [B, H]
             view2 = self.embed_for_training(tokens, training)  # [B, H], other dropout mask
-            local, total = in_batch_infonce_loss(view1, view2, self.temperature)
+            return {"view1": view1, "view2": view2}, {}
+        return {name: self.embed_for_training(data[name], training)  # [B, H] each
+                for name in ("premise", "entailment", "contradiction")}, {}
+
+    def loss_from_views(self, views: Mapping[str, tf.Tensor], sums=None) -> Dict[str, tf.Tensor]:
+        """Returns `loss` (this replica's share) and `total` (the global-batch loss)."""
+        if self.mode == "unsup":
+            local, total = in_batch_infonce_loss(views["view1"], views["view2"], self.temperature)
         else:
-            anchors = self.embed_for_training(data["premise"], training)
-            positives = self.embed_for_training(data["entailment"], training)
-            negatives = self.embed_for_training(data["contradiction"], training)
-            local, total = in_batch_infonce_loss(anchors, positives, self.temperature, negatives,
-                                                 self.hard_negative_weight)
+            local, total = in_batch_infonce_loss(views["premise"], views["entailment"], self.temperature,
+                                                 views["contradiction"], self.hard_negative_weight)
         return {"loss": local, "total": total}
+
+    def compute_losses(self, data: Mapping[str, Mapping[str, tf.Tensor]], training: bool) -> Dict[str, tf.Tensor]:
+        """Returns `loss` (this replica's share) and `total` (the global-batch loss)."""
+        return self.loss_from_views(*self.embed_views(data, training))

@@ -42,10 +42,9 @@ def build(build_model, config, strategy, weights=None):
 
 
 def grads_fn(model):
+    # The gradients train_step applies: one tape, or cached mini-batches (--mini_batch_size).
     def fn(data):
-        with tf.GradientTape() as tape:
-            out = model.compute_losses(data, training=True)
-        grads = tape.gradient(out["loss"], model.trainable_variables)
+        grads, out = model.compute_gradients(data)
         return out["total"], [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
                               for g, v in zip(grads, model.trainable_variables)]
     return fn

@@ -6,7 +6,11 @@ A method's model subclasses `MethodModel`. It implements one hook,
         global-batch loss (what is differentiated), "total": the global loss,
         and any other global scalars named in `metric_names`}
 
-and, where it has more than an encoder to publish, `published_layers()`. The
+and, where it has more than an encoder to publish, `published_layers()`. A
+method whose loss is an in-batch contrastive loss may instead implement
+`embed_views` and `loss_from_views` (`compute_losses` is then their
+composition); with `mini_batch_chunks` set, the step caches gradients
+(`common.training.grad_cache`) so that batches larger than memory fit. The
 base class owns everything else: `train_step` / `test_step`, metric tracking,
 the optional gradient clip on the global gradient, skipping variables that
 get no gradient, the dynamic loss scale of an fp16 encoder, and the weights
@@ -26,6 +30,8 @@ import numpy as np
 import tensorflow as tf
 
 from common.training.distribute import replica_sum
+from common.training.grad_cache import cached_gradients
+from common.training.loop import rng_variables
 from common.training.loss_scale import DynamicLossScale
 
 
@@ -69,6 +75,10 @@ class MethodModel(keras.Model):
             An encoder built with `precision="fp16"` gets a dynamic loss scale
             (`loss_scale`, see `common.training.loss_scale`); build the model
             inside the strategy's scope, as `build_model` is.
+        mini_batch_chunks: int. Gradient caching: each replica's batch is embedded
+            and back-propagated in this many mini-batches
+            (`common.training.grad_cache.mini_batch_chunks`); needs `embed_views`
+            and `loss_from_views`. 0 (the default): the plain step.
         **kwargs: passed to keras.Model (e.g. `name`).
 
     Class attributes:
@@ -82,12 +92,13 @@ class MethodModel(keras.Model):
     metric_names: Tuple[str, ...] = ("loss",)
     pair_outputs: Optional[Tuple[str, ...]] = None
 
-    def __init__(self, encoder, clip_norm: Optional[float] = None, **kwargs):
+    def __init__(self, encoder, clip_norm: Optional[float] = None, mini_batch_chunks: int = 0, **kwargs):
         super().__init__(**kwargs)
         self.encoder = encoder
         self.clip_norm = clip_norm
         precision = getattr(getattr(encoder, "encoder_config", None), "precision", None)
         self.loss_scale = DynamicLossScale() if precision == "fp16" else None
+        self.mini_batch_chunks = mini_batch_chunks
         self.trackers = {name: keras.metrics.Mean(name=name) for name in self.metric_names}
         # A finite dataset of global batches that `make_data` may set (e.g. held-out
         # books for masked-LM): `validation_metrics()` scores it at each epoch end.
@@ -108,6 +119,21 @@ class MethodModel(keras.Model):
             global loss, for logging) and every other name in `metric_names`.
         """
         raise NotImplementedError(f"{type(self).__name__} must implement compute_losses(data, training).")
+
+    def embed_views(self, data, training: bool) -> Tuple[Dict[str, tf.Tensor], Dict[str, tf.Tensor]]:
+        """For gradient caching: the embeddings of a (mini-)batch, and per-batch sums.
+
+        Returns:
+            (views: name -> [rows, ...] per-example embeddings, which concatenate over
+            mini-batches; sums: name -> scalar, which add up over mini-batches, e.g. a
+            cross-entropy sum). Every call must draw the same dropout seeds for the
+            same seed states (the cached step replays them).
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not support --mini_batch_size (no embed_views).")
+
+    def loss_from_views(self, views: Dict[str, tf.Tensor], sums: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+        """For gradient caching: `compute_losses`' dict from the whole batch's `embed_views`."""
+        raise NotImplementedError(f"{type(self).__name__} does not support --mini_batch_size (no loss_from_views).")
 
     def published_layers(self) -> Dict[str, keras.layers.Layer]:
         """The layers whose weights the artifact's `weights/` checkpoint holds."""
@@ -154,31 +180,36 @@ class MethodModel(keras.Model):
             metric.reset_state()
         return values
 
-    def train_step(self, data):
-        if self.loss_scale is not None:
-            return self._loss_scaled_train_step(data)
+    def compute_gradients(self, data) -> Tuple[list, Dict[str, tf.Tensor]]:
+        """This replica's gradients of its loss share (None for a variable without one),
+        and `compute_losses`' dict: one tape over the step, or cached mini-batches. With
+        the fp16 loss scale, the loss is scaled before differentiating and the gradients
+        returned are unscaled (what a clip and the optimizer must see)."""
+        scale = None if self.loss_scale is None else self.loss_scale.scale
+        if self.mini_batch_chunks:
+            return cached_gradients(lambda part: self.embed_views(part, training=True), self.loss_from_views, data,
+                                    self.mini_batch_chunks, self.trainable_variables, rng_variables(self),
+                                    loss_scale=scale)
         with tf.GradientTape() as tape:
             out = self.compute_losses(data, training=True)
-        grads = tape.gradient(out["loss"], self.trainable_variables)
-        if self.clip_norm:
-            grads = clip_by_global_norm_across_replicas(grads, self.clip_norm)
-        apply_gradients(self.optimizer, grads, self.trainable_variables)
-        self.update_metrics(data, out)
-        return step_outputs(self.metrics)
+            target = out["loss"] if scale is None else self.loss_scale.scale_loss(out["loss"])
+        grads = tape.gradient(target, self.trainable_variables)
+        return (grads if scale is None else self.loss_scale.unscale(grads)), out
 
-    def _loss_scaled_train_step(self, data):
-        """`train_step` with the fp16 loss scale: gradients are unscaled before the clip, and a
-        step whose gradients overflowed on any replica changes no weight (it still counts as a
-        step, so the learning-rate schedule and the resumable data stream stay on the step)."""
-        with tf.GradientTape() as tape:
-            out = self.compute_losses(data, training=True)
-            scaled = self.loss_scale.scale_loss(out["loss"])
-        grads = self.loss_scale.unscale(tape.gradient(scaled, self.trainable_variables))
-        finite = self.loss_scale.all_finite(grads)  # the same on every replica
-        if self.clip_norm:
-            grads = clip_by_global_norm_across_replicas(grads, self.clip_norm)
-        self._apply_if_finite(finite, grads)
-        self.loss_scale.update(finite)
+    def train_step(self, data):
+        grads, out = self.compute_gradients(data)
+        if self.loss_scale is None:
+            if self.clip_norm:
+                grads = clip_by_global_norm_across_replicas(grads, self.clip_norm)
+            apply_gradients(self.optimizer, grads, self.trainable_variables)
+        else:
+            # fp16: a step whose gradients overflowed on any replica changes no weight (it still
+            # counts as a step, so the learning-rate schedule and the resumable data stream stay on it).
+            finite = self.loss_scale.all_finite(grads)  # the same on every replica
+            if self.clip_norm:
+                grads = clip_by_global_norm_across_replicas(grads, self.clip_norm)
+            self._apply_if_finite(finite, grads)
+            self.loss_scale.update(finite)
         self.update_metrics(data, out)
         return step_outputs(self.metrics)
 
