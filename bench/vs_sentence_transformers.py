@@ -125,6 +125,18 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def cpu_bf16_flags() -> list:
+    """The CPU's native bf16 instructions (avx512_bf16, amx_bf16); without them bf16 runs emulated."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return sorted({"avx512_bf16", "amx_bf16", "amx_tile"} & set(line.split(":", 1)[1].split()))
+    except OSError:
+        pass
+    return []
+
+
 def thread_env(threads: int) -> dict:
     """Environment of a process with `threads` threads: TensorFlow reads TF_NUM_*_THREADS, PyTorch
     and oneDNN/MKL the OpenMP ones."""
@@ -439,7 +451,8 @@ def main(argv):
                   "encode_sentences", "encode_batch_size", "encode_max_seq_len", "train_batch_size",
                   "train_max_seq_lens", "train_steps", "train_warmup_steps", "train_lr", "weight_decay",
                   "sts_batch_size", "sts_tolerance", "seed")},
-              "machine": {"cpu": cpu_model(), "cpus": os.cpu_count(), "platform": platform.platform()},
+              "machine": {"cpu": cpu_model(), "cpus": os.cpu_count(), "bf16_instructions": cpu_bf16_flags(),
+                          "platform": platform.platform()},
               "versions": versions, "toolkit_bf16_path": toolkit_bf16_path(), "loaded": loads.loaded,
               "load_averages": loads.readings, "raw": raw, "checks": checks}
     table = format_table(record, len(sentences))
@@ -484,7 +497,8 @@ def format_table(record: dict, encoded: int) -> str:
     lines.append("")
     lines.append(f"Median [min-max] over {'/'.join(str(x) for x in sorted(n))} rounds, the two sides alternating "
                  f"within each round; a ratio above 1 means the toolkit is faster. Threads: {flags_['threads']} "
-                 f"on both sides. CPU: {record['machine']['cpu']} ({record['machine']['cpus']} logical CPUs).")
+                 f"on both sides. CPU: {record['machine']['cpu']} ({record['machine']['cpus']} logical CPUs; native bf16 "
+                 f"instructions: {', '.join(record['machine'].get('bf16_instructions') or ['none'])}).")
     lines.append("Load average (1 min): " + ", ".join(f"{r['load'][0]:.2f} ({r['label']})"
                                                      for r in record["load_averages"]) + ".")
     lines.append(f"Toolkit: Python {v['python']}, TensorFlow {v['tensorflow']}, Keras {v['keras']}, keras-hub "
