@@ -262,6 +262,9 @@ class ToolkitTrainer:
         for t in steps[1:]:
             dataset = dataset.concatenate(tf.data.Dataset.from_tensors(t))
         self.dataset = dataset
+        # One untimed step traces Keras' train function for this dataset's element spec, which every
+        # later `iter(self.dataset)` shares, so no trace falls inside a timed step.
+        float(self.model.train_function(iter(self.dataset))["loss"][0])
 
     def run(self) -> dict:
         iterator = iter(self.dataset)
