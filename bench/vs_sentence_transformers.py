@@ -28,10 +28,8 @@ torch intra/inter-op pools, OMP_NUM_THREADS/MKL_NUM_THREADS). Figures, median an
      (`st_worker.py --sts`, same sets, same batch size and max length); the seven headline
      Spearman numbers of both are printed and compared.
 
-bf16: the toolkit's bf16 path is `toolkit_encoder(precision="bf16")` (and `toolkit_train_model`),
-which use `EncoderConfig.precision` when the encoder has it, and otherwise a stand-in: the
-encoder built under Keras' mixed_bfloat16 policy (float32 variables, bfloat16 compute), its
-training embeddings cast to float32 before the loss. sentence-transformers' is
+bf16: the toolkit's is `EncoderConfig(precision="bf16")` (`toolkit_encoder`: Keras' mixed_bfloat16
+on the backbone's layers, float32 outputs), sentence-transformers' is
 torch.autocast("cpu", dtype=torch.bfloat16).
 
 Writes <out_dir>/vs_sentence_transformers.json (every raw timing, load averages, versions)
@@ -185,59 +183,24 @@ class Reference:
 
 # === The toolkit side ===
 
-def _has_precision_api() -> bool:
-    from common.models.encoder import EncoderConfig
-
-    return "precision" in {f.name for f in dataclasses.fields(EncoderConfig)}
-
-
-def toolkit_bf16_path() -> str:
-    return ("EncoderConfig.precision" if _has_precision_api()
-            else "stand-in: encoder built under keras mixed_bfloat16 (no precision API in EncoderConfig)")
-
-
 def toolkit_encoder(precision: str, **config):
-    """THE TOOLKIT'S PRECISION PATH: MiniLM as a SentenceEncoder in `precision` ("fp32" or "bf16").
-
-    Uses `EncoderConfig(precision=...)` where the encoder has that field; until it does, bf16 is a
-    stand-in written here: the encoder built under Keras' mixed_bfloat16 policy (float32
-    variables, bfloat16 compute), the global policy restored afterwards.
-    """
-    import keras
-
+    """THE TOOLKIT'S PRECISION PATH: MiniLM as a SentenceEncoder in `precision` ("fp32" or "bf16"),
+    through `EncoderConfig.precision` (`common/models/precision.py`: bf16 is Keras' mixed_bfloat16
+    set on the backbone's layers, with float32 outputs, GELU and LayerNorm statistics)."""
     from common.models.encoder import EncoderConfig, build_encoder
 
-    if precision == "fp32":
-        return build_encoder(EncoderConfig(spec="minilm", **config))
-    if _has_precision_api():
-        return build_encoder(EncoderConfig(spec="minilm", precision=precision, **config))
-    if precision != "bf16":
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}.")
-    previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy("mixed_bfloat16")
-    try:
-        return build_encoder(EncoderConfig(spec="minilm", **config))
-    finally:
-        keras.config.set_dtype_policy(previous)
+    return build_encoder(EncoderConfig(spec="minilm", precision=precision, **config))
 
 
 def toolkit_train_model(precision: str, max_seq_len: int, lr: float, weight_decay: float):
-    """Unsupervised SimCSE on MiniLM (mean pooling, temperature 0.05), compiled as train.py compiles it
-    (jit_compile=False), with a constant-rate AdamW. In the bf16 stand-in the training embeddings are
-    cast to float32 before the loss (the loss is written for float32; torch's autocast likewise runs
-    the softmax cross-entropy in float32)."""
+    """Unsupervised SimCSE on MiniLM (mean pooling, temperature 0.05) in `precision`, compiled as
+    train.py compiles it (jit_compile=False), with a constant-rate AdamW."""
     import keras
-    import tensorflow as tf
 
     from simcse_tf.model import SimcseModel
 
-    class Float32LossSimcse(SimcseModel):
-        def embed_for_training(self, tokens, training):
-            return tf.cast(super().embed_for_training(tokens, training), tf.float32)
-
     encoder = toolkit_encoder(precision, max_seq_len=max_seq_len, pooling="mean")
-    cls = SimcseModel if precision == "fp32" or _has_precision_api() else Float32LossSimcse
-    model = cls(encoder, "unsup", temperature=0.05, name="simcse")
+    model = SimcseModel(encoder, "unsup", temperature=0.05, name="simcse")
     model.compile(optimizer=keras.optimizers.AdamW(learning_rate=lr, weight_decay=weight_decay), jit_compile=False)
     model.make_train_function()
     return model
@@ -456,7 +419,7 @@ def main(argv):
                   "sts_batch_size", "sts_tolerance", "seed")},
               "machine": {"cpu": cpu_model(), "cpus": os.cpu_count(), "bf16_instructions": cpu_bf16_flags(),
                           "platform": platform.platform()},
-              "versions": versions, "toolkit_bf16_path": toolkit_bf16_path(), "loaded": loads.loaded,
+              "versions": versions, "loaded": loads.loaded,
               "load_averages": loads.readings, "raw": raw, "checks": checks}
     table = format_table(record, len(sentences))
     os.makedirs(FLAGS.out_dir, exist_ok=True)
@@ -505,7 +468,7 @@ def format_table(record: dict, encoded: int) -> str:
     lines.append("Load average (1 min): " + ", ".join(f"{r['load'][0]:.2f} ({r['label']})"
                                                      for r in record["load_averages"]) + ".")
     lines.append(f"Toolkit: Python {v['python']}, TensorFlow {v['tensorflow']}, Keras {v['keras']}, keras-hub "
-                 f"{v['keras_hub']}; bf16 path: {record['toolkit_bf16_path']}. sentence-transformers "
+                 f"{v['keras_hub']} (bf16: EncoderConfig.precision, mixed_bfloat16). sentence-transformers "
                  f"{st['sentence_transformers']}, torch {st['torch']}, transformers {st['transformers']}, tokenizers "
                  f"{st['tokenizers']} (bf16: torch.autocast).")
     for key in ("encode_fp32_max_abs_diff", "encode_bf16_max_abs_diff", "toolkit_bf16_vs_fp32_max_abs_diff",

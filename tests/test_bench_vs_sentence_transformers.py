@@ -54,7 +54,7 @@ def test_table_gives_medians_ratios_and_the_loaded_mark():
         "versions": {"toolkit": {"python": "3", "tensorflow": "2", "keras": "3", "keras_hub": "0"},
                      "sentence_transformers_side": {"sentence_transformers": "6", "torch": "2", "transformers": "5",
                                                     "tokenizers": "0"}},
-        "toolkit_bf16_path": "test"}
+    }
     table = vs.format_table(record, 100)
     assert table.startswith("**LOADED")
     assert "| 50.0 [25.0-100.0] | 25.0 [12.5-50.0] | 2.00 |" in table  # sentences/s: higher is faster
