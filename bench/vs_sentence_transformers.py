@@ -38,7 +38,6 @@ and <out_dir>/vs_sentence_transformers.md (the table), and prints the table.
 
 from __future__ import annotations
 
-import dataclasses
 import glob
 import json
 import os
