@@ -70,6 +70,11 @@ class Ladder:
         self.scores_path = os.path.join(root, "scores.json")
         self.scores: Dict[str, Any] = self._load()
         self.touched: set = set()
+        # This invocation's wall-clock interval and the highest 1-minute load average seen at a save,
+        # recorded in _meta so a ladder finished over several invocations adds up its busy time.
+        self.began = time.time()
+        self.invocation = f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime(self.began))}-{os.getpid()}"
+        self.max_load = os.getloadavg()[0]
 
     def _load(self) -> Dict[str, Any]:
         return json.load(open(self.scores_path)) if os.path.exists(self.scores_path) else {}
@@ -151,6 +156,9 @@ class Ladder:
             merged.update({k: self.scores[k] for k in self.touched})
             meta = merged.setdefault("_meta", {})
             meta["updated"] = time.time()
+            self.max_load = max(self.max_load, os.getloadavg()[0])
+            meta.setdefault("invocations", {})[self.invocation] = dict(
+                start=self.began, seconds=round(meta["updated"] - self.began, 1), max_load1=round(self.max_load, 2))
             self.scores = merged
             tmp = self.scores_path + f".tmp{os.getpid()}"
             with open(tmp, "w") as f:
@@ -405,6 +413,17 @@ def _first_run_start(root: str):
     return min(stamps) if stamps else None
 
 
+def busy_seconds(invocations: Dict[str, Dict[str, float]]) -> float:
+    """Length of the union of the invocations' [start, start + seconds] intervals (parallel
+    invocations on one root count once)."""
+    total, end = 0.0, float("-inf")
+    for start, stop in sorted((i["start"], i["start"] + i["seconds"]) for i in invocations.values()):
+        if stop > end:
+            total += stop - max(start, end)
+            end = stop
+    return total
+
+
 def write_results(scores: Dict[str, Any], root: str) -> str:
     """results.md in the artifacts root: table, claim lines, pretraining throughput, plots."""
     lines = [report(scores), "", *claims(scores)]
@@ -428,6 +447,12 @@ def write_results(scores: Dict[str, Any], root: str) -> str:
     if first and meta.get("updated"):
         lines.append(f"Ladder wall time: {meta['updated'] - first:.0f} s from its first run's start to its last "
                      "result, interruptions and the time between sessions included.")
+    busy = busy_seconds(meta.get("invocations", {}))
+    if busy:
+        invocations = meta["invocations"].values()
+        lines.append(f"Ladder busy time: {busy:.0f} s, the union of the wall-clock intervals of its "
+                     f"{len(invocations)} invocation(s) (each from its start to its last saved result); highest "
+                     f"1-minute load average seen at a save: {max(i['max_load1'] for i in invocations):.2f}.")
     lines += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in plot(scores, root)]
     text = "\n".join(lines)
     with open(os.path.join(root, "results.md"), "w") as f:
