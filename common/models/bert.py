@@ -17,10 +17,9 @@ from typing import Any, Dict, List, Mapping, Tuple
 import keras
 import numpy as np
 import tensorflow as tf
-from keras_hub.layers import PositionEmbedding, ReversibleEmbedding
+from keras_hub.layers import PositionEmbedding, ReversibleEmbedding, TransformerEncoder
 
 from common.models import precision as precision_lib
-from common.models.attention import BertTransformerLayer
 
 # HF `hidden_act` -> Keras activation. "gelu" in HF BERT is the exact erf form.
 _HF_ACTIVATIONS = {
@@ -163,7 +162,7 @@ class BertBackbone(keras.Model):
         )
         self.embeddings_dropout = keras.layers.Dropout(config.dropout, name="embeddings_dropout", dtype=policy)
         self.transformer_layers = [
-            BertTransformerLayer(
+            TransformerEncoder(
                 num_heads=config.num_heads,
                 intermediate_dim=config.intermediate_size,
                 activation=activation,
