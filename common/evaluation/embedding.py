@@ -16,14 +16,17 @@ EmbedFn = Callable[[tf.Tensor], tf.Tensor]
 COUNT_BATCH = 4096
 
 
-def sort_lengths(fn, sentences: Sequence[str]) -> np.ndarray:
-    """Per-sentence lengths that batches are sorted by: `fn.token_counts` (one tokenizer pass)
-    when the function has it, else characters (exported models without a counter)."""
+def sort_lengths(fn, *columns: Sequence[str]) -> np.ndarray:
+    """Per-row lengths that batches are sorted by, for rows given as parallel columns (one
+    column of sentences, or two of pairs): `fn.token_counts(*columns)` (one tokenizer pass,
+    in chunks of COUNT_BATCH rows) when the function has it, else the row's characters
+    (exported models without a counter)."""
+    rows = len(columns[0])
     count_fn = getattr(fn, "token_counts", None)
     if count_fn is None:
-        return np.array([len(s) for s in sentences], np.int64)
-    counts = [np.asarray(count_fn(tf.constant(list(sentences[i:i + COUNT_BATCH]), tf.string)), np.int64)
-              for i in range(0, len(sentences), COUNT_BATCH)]
+        return np.array([sum(len(c[i]) for c in columns) for i in range(rows)], np.int64)
+    counts = [np.asarray(count_fn(*(tf.constant(list(c[i:i + COUNT_BATCH]), tf.string) for c in columns)), np.int64)
+              for i in range(0, rows, COUNT_BATCH)]
     return np.concatenate(counts) if counts else np.zeros([0], np.int64)
 
 
@@ -92,14 +95,7 @@ def score_sentence_pairs(score_fn: PairScoreFn, sentences1: Sequence[str], sente
         raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
     if not len(sentences1):
         raise ValueError("score_sentence_pairs needs at least one pair.")
-    count_fn = getattr(score_fn, "token_counts", None)
-    if count_fn is None:
-        lengths = np.array([len(a) + len(b) for a, b in zip(sentences1, sentences2)], np.int64)
-    else:
-        lengths = np.concatenate([
-            np.asarray(count_fn(tf.constant(list(sentences1[i:i + COUNT_BATCH]), tf.string),
-                                tf.constant(list(sentences2[i:i + COUNT_BATCH]), tf.string)), np.int64)
-            for i in range(0, len(sentences1), COUNT_BATCH)])
+    lengths = sort_lengths(score_fn, sentences1, sentences2)
     order = np.argsort(-lengths, kind="stable")
     out = np.empty(len(order), np.float32)
     for start in tqdm(range(0, len(order), batch_size), desc=desc, disable=not progress, unit="batch", leave=False):
