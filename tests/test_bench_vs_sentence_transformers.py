@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -60,3 +61,36 @@ def test_table_gives_medians_ratios_and_the_loaded_mark():
     assert "| 50.0 [25.0-100.0] | 25.0 [12.5-50.0] | 2.00 |" in table  # sentences/s: higher is faster
     assert "| 30.0 [30.0-30.0] | 60.0 [60.0-60.0] | 2.00 |" in table  # seconds: the ratio is inverted
     json.dumps(record)
+
+
+def test_load_log_counts_only_other_processes_cpu(monkeypatch):
+    """The LOADED decision while running: other processes' CPU time (machine busy minus own), in
+    cores per wall second; the benchmark's own threads (a load average near --threads) do not count."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    state = {"wall": 100.0, "busy": 0, "own": 0}
+    monkeypatch.setattr(vs.time, "time", lambda: state["wall"])
+    monkeypatch.setattr(vs, "machine_busy_ticks", lambda: state["busy"])
+    monkeypatch.setattr(vs, "process_ticks", lambda pid="self": state["own"] if pid == "self" else 0)
+    monkeypatch.setattr(vs, "load_average", lambda: (2.0, 2.0, 2.0))
+    log = vs.LoadLog(0.5)
+    log.read("before start")  # judged by the load average: 2.0 > 0.5
+    assert log.readings[0]["other_cores"] is None and log.readings[0]["over_threshold"]
+    log.readings.clear()
+    # 10 s on 2 busy cores, all of them the benchmark's own: nothing else ran.
+    state.update(wall=110.0, busy=20 * ticks, own=20 * ticks)
+    log.read("round 1")
+    assert log.readings[-1]["other_cores"] == 0.0 and not log.loaded
+    # The next 10 s: 2 busy cores, one of them someone else's.
+    state.update(wall=120.0, busy=40 * ticks, own=30 * ticks)
+    log.read("round 2")
+    assert log.readings[-1]["other_cores"] == 1.0 and log.loaded
+
+
+def test_cpu_tick_readers_see_this_process_work():
+    busy0, own0 = vs.machine_busy_ticks(), vs.process_ticks()
+    deadline = time.process_time() + 0.3
+    while time.process_time() < deadline:
+        pass
+    assert vs.process_ticks() > own0
+    assert vs.machine_busy_ticks() > busy0
+    assert vs.process_ticks(2 ** 22 + 1) == 0  # no such process
