@@ -388,8 +388,13 @@ def main(argv):
                 encoder = toolkit_encoder(precision, max_seq_len=FLAGS.encode_max_seq_len)
                 fn = tf.function(encoder.embed_strings, input_signature=[tf.TensorSpec([None], tf.string)])
                 embed_sentences(fn, sentences[:2 * FLAGS.encode_batch_size], FLAGS.encode_batch_size, progress=False)
-                encoders[precision] = fn
-                raw["encode"][precision] = {"toolkit": [], "sentence_transformers": []}
+                # The toolkit's own path as well (test_sts.py, SentenceModel.encode): the same model,
+                # batches sorted by token count (`embedding_function` carries the counter) where the
+                # plain function above, like sentence-transformers, is batched by characters.
+                own = encoder.embedding_function()
+                embed_sentences(own, sentences[:2 * FLAGS.encode_batch_size], FLAGS.encode_batch_size, progress=False)
+                encoders[precision] = (fn, own)
+                raw["encode"][precision] = {"toolkit": [], "toolkit_token_sorted": [], "sentence_transformers": []}
         trainers = {}
         if "train" in FLAGS.measure:
             for length in max_lens:
@@ -400,11 +405,15 @@ def main(argv):
         loads.read("models built, before round 1")
         embeddings = {}
         for r in range(FLAGS.rounds):
-            for precision, fn in encoders.items():
+            for precision, (fn, own) in encoders.items():
                 start = time.perf_counter()
                 ours = embed_sentences(fn, sentences, FLAGS.encode_batch_size, progress=False)
                 seconds = time.perf_counter() - start
                 raw["encode"][precision]["toolkit"].append({"seconds": seconds, "sentences": len(sentences)})
+                start = time.perf_counter()
+                embed_sentences(own, sentences, FLAGS.encode_batch_size, progress=False)
+                raw["encode"][precision]["toolkit_token_sorted"].append(
+                    {"seconds": time.perf_counter() - start, "sentences": len(sentences)})
                 path = os.path.join(embeddings_dir, f"{precision}.npy")
                 theirs = reference.ask(cmd="encode", sentences=sentences, batch_size=FLAGS.encode_batch_size,
                                        max_seq_len=FLAGS.encode_max_seq_len, precision=precision,
@@ -486,6 +495,10 @@ def format_table(record: dict, encoded: int) -> str:
         theirs = summary([x["sentences"] / x["seconds"] for x in entry["sentence_transformers"]])
         rows.append((f"encode STS-B test, {encoded} sentences, batch {flags_['encode_batch_size']}, {precision} "
                      f"(sentences/s)", ours, theirs, ours["median"] / theirs["median"]))
+        if entry.get("toolkit_token_sorted"):
+            own = summary([x["sentences"] / x["seconds"] for x in entry["toolkit_token_sorted"]])
+            rows.append((f"same, {precision}, toolkit batched by token count as test_sts.py does (sentences/s)", own,
+                         theirs, own["median"] / theirs["median"]))
     for name, entry in raw["train"].items():
         precision, length = name.split("/")
         ours = summary([x["pairs"] / x["seconds"] for x in entry["toolkit"]])

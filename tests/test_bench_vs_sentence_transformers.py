@@ -44,7 +44,8 @@ def test_refuses_a_loaded_machine(tmp_path):
 def test_table_gives_medians_ratios_and_the_loaded_mark():
     timings = lambda *seconds: [{"seconds": s, "sentences": 100} for s in seconds]  # noqa: E731
     record = {
-        "raw": {"encode": {"fp32": {"toolkit": timings(1.0, 2.0, 4.0), "sentence_transformers": timings(2.0, 4.0, 8.0)}},
+        "raw": {"encode": {"fp32": {"toolkit": timings(1.0, 2.0, 4.0), "toolkit_token_sorted": timings(0.5, 1.0, 2.0),
+                                    "sentence_transformers": timings(2.0, 4.0, 8.0)}},
                 "train": {}, "sts": {"toolkit": [{"seconds": 30.0}], "sentence_transformers": [{"seconds": 60.0}]}},
         "flags": {"encode_batch_size": 64, "train_batch_size": 64, "threads": 2, "max_load": 0.5,
                   "sts_tolerance": 0.01},
@@ -59,6 +60,7 @@ def test_table_gives_medians_ratios_and_the_loaded_mark():
     table = vs.format_table(record, 100)
     assert table.startswith("**LOADED")
     assert "| 50.0 [25.0-100.0] | 25.0 [12.5-50.0] | 2.00 |" in table  # sentences/s: higher is faster
+    assert "token count as test_sts.py does (sentences/s) | 100.0 [50.0-200.0] | 25.0 [12.5-50.0] | 4.00 |" in table
     assert "| 30.0 [30.0-30.0] | 60.0 [60.0-60.0] | 2.00 |" in table  # seconds: the ratio is inverted
     json.dumps(record)
 
