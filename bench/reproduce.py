@@ -29,6 +29,8 @@ from typing import Any, Dict, List
 
 from absl import app, flags, logging
 
+from bench.machine import busy_seconds, machine_busy_ticks, other_cores, process_ticks
+
 flags.DEFINE_string("data_path", "data", "Data root (downstream/, documents/gutenberg/).")
 flags.DEFINE_string("artifacts_dir", "artifacts/reproduce", "Where the ladder's runs and results are written.")
 flags.DEFINE_list("stages", ["pretrain", "raw", "simcse", "pause", "declutr", "trans_encoder"], "Stages to run.")
@@ -75,6 +77,9 @@ class Ladder:
         self.began = time.time()
         self.invocation = f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime(self.began))}-{os.getpid()}"
         self.max_load = os.getloadavg()[0]
+        # The load average counts the ladder's own threads; the CPU other processes used (machine
+        # busy time minus this process's, averaged over the invocation so far) says whether it ran alone.
+        self.cpu_start = (self.began, machine_busy_ticks(), process_ticks())
 
     def _load(self) -> Dict[str, Any]:
         return json.load(open(self.scores_path)) if os.path.exists(self.scores_path) else {}
@@ -157,8 +162,12 @@ class Ladder:
             meta = merged.setdefault("_meta", {})
             meta["updated"] = time.time()
             self.max_load = max(self.max_load, os.getloadavg()[0])
-            meta.setdefault("invocations", {})[self.invocation] = dict(
-                start=self.began, seconds=round(meta["updated"] - self.began, 1), max_load1=round(self.max_load, 2))
+            invocation = dict(start=self.began, seconds=round(meta["updated"] - self.began, 1),
+                              max_load1=round(self.max_load, 2))
+            busy = machine_busy_ticks()
+            if busy is not None and self.cpu_start[1] is not None:
+                invocation["other_cores"] = other_cores(self.cpu_start, (meta["updated"], busy, process_ticks()))
+            meta.setdefault("invocations", {})[self.invocation] = invocation
             self.scores = merged
             tmp = self.scores_path + f".tmp{os.getpid()}"
             with open(tmp, "w") as f:
@@ -413,17 +422,6 @@ def _first_run_start(root: str):
     return min(stamps) if stamps else None
 
 
-def busy_seconds(invocations: Dict[str, Dict[str, float]]) -> float:
-    """Length of the union of the invocations' [start, start + seconds] intervals (parallel
-    invocations on one root count once)."""
-    total, end = 0.0, float("-inf")
-    for start, stop in sorted((i["start"], i["start"] + i["seconds"]) for i in invocations.values()):
-        if stop > end:
-            total += stop - max(start, end)
-            end = stop
-    return total
-
-
 def write_results(scores: Dict[str, Any], root: str) -> str:
     """results.md in the artifacts root: table, claim lines, pretraining throughput, plots."""
     lines = [report(scores), "", *claims(scores)]
@@ -452,7 +450,11 @@ def write_results(scores: Dict[str, Any], root: str) -> str:
         invocations = meta["invocations"].values()
         lines.append(f"Ladder busy time: {busy:.0f} s, the union of the wall-clock intervals of its "
                      f"{len(invocations)} invocation(s) (each from its start to its last saved result); highest "
-                     f"1-minute load average seen at a save: {max(i['max_load1'] for i in invocations):.2f}.")
+                     f"1-minute load average seen at a save (the ladder's own threads included): "
+                     f"{max(i['max_load1'] for i in invocations):.2f}"
+                     + ("" if not all("other_cores" in i for i in invocations) else
+                        f"; CPU used by other processes, averaged over each invocation: at most "
+                        f"{max(i['other_cores'] for i in invocations):.2f} cores") + ".")
     lines += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in plot(scores, root)]
     text = "\n".join(lines)
     with open(os.path.join(root, "results.md"), "w") as f:

@@ -52,6 +52,8 @@ import time
 
 from absl import app, flags
 
+from bench.machine import machine_busy_ticks, other_cores, process_ticks
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PRECISIONS = ("fp32", "bf16")
 MEASUREMENTS = ("encode", "train", "sts")
@@ -93,27 +95,6 @@ def load_average():
     return tuple(round(x, 2) for x in os.getloadavg())
 
 
-def machine_busy_ticks():
-    """Busy CPU time of the whole machine (clock ticks, all CPUs) from /proc/stat; None off Linux."""
-    try:
-        with open("/proc/stat", encoding="utf-8") as f:
-            fields = [int(x) for x in f.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    # user nice system idle iowait irq softirq steal ...: everything but idle and iowait.
-    return sum(fields[:8]) - fields[3] - fields[4]
-
-
-def process_ticks(pid="self") -> int:
-    """CPU time (clock ticks) of a process and of its children it has waited for; 0 once it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0
-    return sum(int(x) for x in fields[11:15])  # utime stime cutime cstime (fields 14-17 of proc(5))
-
-
 class LoadLog:
     """Machine-load readings with a label each, printed as they are taken.
 
@@ -140,9 +121,7 @@ class LoadLog:
         now, busy, own = time.time(), machine_busy_ticks(), self._own_ticks()
         others = None
         if busy is not None and self._last is not None:
-            wall, busy0, own0 = self._last
-            ticks = os.sysconf("SC_CLK_TCK")
-            others = round(max(0.0, ((busy - busy0) - (own - own0)) / ticks / max(now - wall, 1e-6)), 2)
+            others = other_cores(self._last, (now, busy, own))
         self._last = (now, busy, own) if busy is not None else None
         over = (others > self.threshold) if others is not None else load[0] > self.threshold
         self.readings.append({"label": label, "load": load, "other_cores": others, "over_threshold": over})
