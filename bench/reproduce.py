@@ -29,6 +29,8 @@ from typing import Any, Dict, List
 
 from absl import app, flags, logging
 
+from common import cli
+
 from bench.machine import busy_seconds, machine_busy_ticks, other_cores, process_ticks
 
 flags.DEFINE_string("data_path", "data", "Data root (downstream/, documents/gutenberg/).")
@@ -463,4 +465,4 @@ def write_results(scores: Dict[str, Any], root: str) -> str:
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -23,6 +23,8 @@ import time
 import numpy as np
 from absl import app, flags
 
+from common import cli
+
 flags.DEFINE_string("data_path", "data", "Data root (holds downstream/).")
 flags.DEFINE_string("artifacts_dir", "artifacts/bench", "Where the run is written.")
 flags.DEFINE_string("model", "minilm", "Bi-encoder start (spec or run ID).")
@@ -123,4 +125,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

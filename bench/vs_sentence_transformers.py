@@ -52,6 +52,8 @@ import time
 
 from absl import app, flags
 
+from common import cli
+
 from bench.machine import machine_busy_ticks, other_cores, process_ticks
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -534,4 +536,4 @@ def format_table(record: dict, encoded: int) -> str:
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)
