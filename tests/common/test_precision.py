@@ -8,11 +8,12 @@ import sys
 import keras
 import numpy as np
 import pytest
+import scipy.special
 import tensorflow as tf
 
 from common.models.encoder import EncoderConfig, build_encoder
 from common.models.masked_lm import MaskedLMHead
-from common.models.precision import check_precision, gelu_float32
+from common.models.precision import check_precision, gelu_erf, gelu_float32
 from distributed_checks import ROOT, replica_check
 
 SENTENCES = ["a man plays a guitar .", "two dogs run outside .", "a child eats an apple .", "stocks fell today .",
@@ -37,10 +38,25 @@ def test_dense_layers_compute_in_the_precision_with_float32_variables(precision)
     assert out["embedding"].dtype == tf.float32 and out["sequence_output"].dtype == tf.float32
 
 
-def test_fp32_builds_the_same_graph_as_before():
-    # fp32 keeps Keras' own exact GELU (no casts): the graph of today.
-    layer = _tiny("fp32").backbone.transformer_layers[0]
-    assert layer._feedforward_intermediate_dense.activation is keras.activations.gelu
+def test_fp32_computes_gelu_in_the_erf_form_without_casts():
+    encoder = _tiny("fp32")
+    assert encoder.backbone.transformer_layers[0]._feedforward_intermediate_dense.activation is gelu_erf
+    ops = _ops(encoder)
+    assert [op.type for op in ops if op.type in ("Erf", "Erfc")] == ["Erf", "Erf"]  # one per layer
+    assert not [op for op in ops if op.type == "Cast" and tf.float32 in (op.inputs[0].dtype, op.outputs[0].dtype)
+                and {op.inputs[0].dtype, op.outputs[0].dtype} & {tf.bfloat16, tf.float16}]
+
+
+def test_gelu_erf_is_tensorflows_exact_gelu_in_value_and_gradient():
+    x = tf.constant(np.linspace(-12, 12, 4097), tf.float32)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        ours, theirs = gelu_erf(x), tf.nn.gelu(x, approximate=False)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=0, atol=2e-6)
+    np.testing.assert_allclose(tape.gradient(ours, x).numpy(), tape.gradient(theirs, x).numpy(), rtol=0, atol=2e-6)
+    # and it is the erf form itself, not an approximation of it
+    np.testing.assert_allclose(ours.numpy(), 0.5 * x.numpy() * (1 + scipy.special.erf(x.numpy() / np.sqrt(2))),
+                               rtol=0, atol=2e-6)
 
 
 def _ops(encoder):
@@ -61,8 +77,7 @@ def test_gelu_and_layer_norm_statistics_are_float32_inside_a_mixed_model(precisi
     assert {op.outputs[0].dtype for op in erf + rsqrt} == {tf.float32}
     assert {op.outputs[0].dtype for op in matmuls} == {tf.as_dtype(COMPUTE[precision])}
     x = tf.constant(np.linspace(-4, 4, 64), tf.bfloat16)
-    np.testing.assert_array_equal(gelu_float32(x).numpy(),
-                                  tf.cast(keras.activations.gelu(tf.cast(x, tf.float32)), tf.bfloat16).numpy())
+    np.testing.assert_array_equal(gelu_float32(x).numpy(), tf.cast(gelu_erf(tf.cast(x, tf.float32)), tf.bfloat16).numpy())
 
 
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
