@@ -226,7 +226,8 @@ def load_sets(data_path: str) -> dict:
     return sets
 
 
-def run_sts(folder: str, data_path: str, threads: int, batch_size: int, max_seq_len: int) -> dict:
+def run_sts(folder: str, data_path: str, threads: int, batch_size: int, max_seq_len: int,
+            precision: str = "fp32") -> dict:
     """Scores the model as test_sts.py does: each distinct sentence encoded once, the cosine
     similarity of a pair against its gold score, Spearman x100; STS12-16 "all" pools a year's pairs."""
     set_threads(threads)
@@ -239,7 +240,9 @@ def run_sts(folder: str, data_path: str, threads: int, batch_size: int, max_seq_
         model.max_seq_length = max_seq_len
     sets = load_sets(data_path)
     unique = sorted({s for group in sets.values() for s1, s2, _ in group.values() for s in s1 + s2})
-    vectors = np.asarray(model.encode(unique, batch_size=batch_size, convert_to_numpy=True), np.float64)
+    with _autocast(precision):
+        vectors = model.encode(unique, batch_size=batch_size, convert_to_numpy=True)
+    vectors = np.asarray(vectors, np.float64)
     index = {s: i for i, s in enumerate(unique)}
 
     def predict(s1, s2):
@@ -260,7 +263,8 @@ def run_sts(folder: str, data_path: str, threads: int, batch_size: int, max_seq_
     s1, s2, gold = sets["sickr"]["test"]
     results["sickr"] = spearman(predict(s1, s2), gold)
     results["avg"] = float(np.mean([results[k] for k in (*STS_SUBSETS, "stsb", "sickr")]))
-    return {"scores": results, "sentences": len(unique), "max_seq_len": model.max_seq_length, **versions()}
+    return {"scores": results, "sentences": len(unique), "max_seq_len": model.max_seq_length, "precision": precision,
+            **versions()}
 
 
 def main(argv=None) -> int:
@@ -271,9 +275,12 @@ def main(argv=None) -> int:
     parser.add_argument("--data_path", default="data", help="--sts: data root holding downstream/.")
     parser.add_argument("--batch_size", type=int, default=128, help="--sts: encoding batch size.")
     parser.add_argument("--max_seq_len", type=int, default=0, help="--sts: max tokens; 0 keeps the model's.")
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
+                        help="--sts: fp32, or bf16 under torch.autocast (as the encoding figures).")
     args = parser.parse_args(argv)
     if args.sts:
-        print(json.dumps(run_sts(args.model, args.data_path, args.threads, args.batch_size, args.max_seq_len)))
+        print(json.dumps(run_sts(args.model, args.data_path, args.threads, args.batch_size, args.max_seq_len,
+                                   args.precision)))
         return 0
     return serve(args.model, args.threads)
 

@@ -25,10 +25,11 @@ torch intra/inter-op pools, OMP_NUM_THREADS/MKL_NUM_THREADS). Figures, median an
      train function, AdamW; sentence-transformers: MultipleNegativesRankingLoss (scale 20) over
      (s, s) pairs in model.train(), torch AdamW, a manual zero_grad/forward/backward/step loop.
      Both sides get the same batches, tokenized before the clock starts.
-  c. `test_sts.py --model=minilm` end to end (a subprocess of this Python, wall time including
-     start-up and model load) against the same job in sentence-transformers
-     (`st_worker.py --sts`, same sets, same batch size and max length); the seven headline
-     Spearman numbers of both are printed and compared.
+  c. `test_sts.py --model=minilm --precision=P` end to end (a subprocess of this Python, wall
+     time including start-up and model load) against the same job in sentence-transformers
+     (`st_worker.py --sts --precision=P`, same sets, same batch size and max length), for P in
+     --sts_precisions (fp32 and bf16); the seven headline Spearman numbers of both are printed,
+     compared in fp32, and each side's bf16 against its own fp32.
 
 bf16: the toolkit's is `EncoderConfig(precision="bf16")` (`toolkit_encoder`: Keras' mixed_bfloat16
 on the backbone's layers, float32 outputs), sentence-transformers' is
@@ -83,6 +84,8 @@ flags.DEFINE_integer("train_steps", 10, "Timed training steps per round.", lower
 flags.DEFINE_integer("train_warmup_steps", 2, "Untimed training steps before each timed run.", lower_bound=0)
 flags.DEFINE_float("train_lr", 3e-5, "AdamW learning rate (SimCSE's).")
 flags.DEFINE_float("weight_decay", 0.01, "AdamW weight decay (torch's default).")
+flags.DEFINE_list("sts_precisions", ["fp32", "bf16"], "Precisions of the end-to-end STS job (test_sts.py "
+                  "--precision; torch.autocast on the sentence-transformers side).")
 flags.DEFINE_integer("sts_batch_size", 128, "Encoding batch size of the end-to-end STS job (test_sts.py's default).",
                      lower_bound=1)
 flags.DEFINE_float("sts_tolerance", 0.01, "Largest accepted |toolkit - sentence-transformers| of a headline "
@@ -282,46 +285,51 @@ def _fmt(stats, digits: int = 1) -> str:
 
 
 def run_sts_jobs(rounds: int, data_path: str, folder: str, loads: LoadLog, raw: dict) -> None:
-    """Round after round: test_sts.py (toolkit), then st_worker.py --sts (sentence-transformers)."""
+    """Round after round, per precision of --sts_precisions: test_sts.py --precision=P (toolkit),
+    then st_worker.py --sts --precision=P (sentence-transformers, torch.autocast for bf16)."""
     env = {**os.environ, **thread_env(FLAGS.threads), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    raw["sts"] = {"toolkit": [], "sentence_transformers": []}
+    raw["sts"] = {p: {"toolkit": [], "sentence_transformers": []} for p in FLAGS.sts_precisions}
     for r in range(rounds):
-        with tempfile.TemporaryDirectory() as tmp:
-            command = [sys.executable, os.path.join(REPO, "test_sts.py"), "--model=minilm", f"--data_path={data_path}",
-                       f"--artifacts_dir={tmp}", f"--batch_size={FLAGS.sts_batch_size}"]
+        for precision in FLAGS.sts_precisions:
+            with tempfile.TemporaryDirectory() as tmp:
+                command = [sys.executable, os.path.join(REPO, "test_sts.py"), "--model=minilm",
+                           f"--data_path={data_path}", f"--artifacts_dir={tmp}", f"--batch_size={FLAGS.sts_batch_size}",
+                           f"--precision={precision}"]
+                start = time.perf_counter()
+                done = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True)
+                seconds = time.perf_counter() - start
+                if done.returncode:
+                    raise RuntimeError(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+                with open(glob.glob(os.path.join(tmp, "test", "sts_*.json"))[0], encoding="utf-8") as f:
+                    results = json.load(f)
+            scores = {y: results[y]["all"] for y in HEADLINE[:5]}
+            scores.update(stsb=results["stsb"]["test"], stsb_dev=results["stsb"]["dev"],
+                          sickr=results["sickr"]["test"], avg=results["avg"])
+            raw["sts"][precision]["toolkit"].append({"seconds": seconds, "scores": scores})
+            print(f"  round {r + 1} end-to-end STS {precision}, toolkit: {seconds:.1f} s", flush=True)
+            command = [FLAGS.reference_python, os.path.join(REPO, "bench", "st_worker.py"), "--sts",
+                       f"--model={folder}", f"--data_path={data_path}", f"--threads={FLAGS.threads}",
+                       f"--batch_size={FLAGS.sts_batch_size}", f"--precision={precision}"]
             start = time.perf_counter()
             done = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True)
             seconds = time.perf_counter() - start
             if done.returncode:
                 raise RuntimeError(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-            with open(glob.glob(os.path.join(tmp, "test", "sts_*.json"))[0], encoding="utf-8") as f:
-                results = json.load(f)
-        scores = {y: results[y]["all"] for y in HEADLINE[:5]}
-        scores.update(stsb=results["stsb"]["test"], stsb_dev=results["stsb"]["dev"], sickr=results["sickr"]["test"],
-                      avg=results["avg"])
-        raw["sts"]["toolkit"].append({"seconds": seconds, "scores": scores})
-        print(f"  round {r + 1} end-to-end STS, toolkit: {seconds:.1f} s", flush=True)
-        command = [FLAGS.reference_python, os.path.join(REPO, "bench", "st_worker.py"), "--sts", f"--model={folder}",
-                   f"--data_path={data_path}", f"--threads={FLAGS.threads}", f"--batch_size={FLAGS.sts_batch_size}"]
-        start = time.perf_counter()
-        done = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True)
-        seconds = time.perf_counter() - start
-        if done.returncode:
-            raise RuntimeError(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-        theirs = json.loads(done.stdout.strip().splitlines()[-1])
-        raw["sts"]["sentence_transformers"].append({"seconds": seconds, "scores": theirs["scores"],
-                                                    "sentences": theirs["sentences"]})
-        print(f"  round {r + 1} end-to-end STS, sentence-transformers: {seconds:.1f} s", flush=True)
-        loads.read(f"after end-to-end STS round {r + 1}")
+            theirs = json.loads(done.stdout.strip().splitlines()[-1])
+            raw["sts"][precision]["sentence_transformers"].append({"seconds": seconds, "scores": theirs["scores"],
+                                                                   "sentences": theirs["sentences"]})
+            print(f"  round {r + 1} end-to-end STS {precision}, sentence-transformers: {seconds:.1f} s", flush=True)
+            loads.read(f"after end-to-end STS {precision} round {r + 1}")
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    unknown = sorted(set(FLAGS.measure) - set(MEASUREMENTS)) + sorted(set(FLAGS.precisions) - set(PRECISIONS))
+    unknown = (sorted(set(FLAGS.measure) - set(MEASUREMENTS))
+               + sorted((set(FLAGS.precisions) | set(FLAGS.sts_precisions)) - set(PRECISIONS)))
     if unknown:
-        raise app.UsageError(f"Unknown --measure/--precisions values {unknown}; expected {MEASUREMENTS} and "
-                             f"{PRECISIONS}.")
+        raise app.UsageError(f"Unknown --measure/--precisions/--sts_precisions values {unknown}; expected "
+                             f"{MEASUREMENTS} and {PRECISIONS}.")
     max_lens = [int(x) for x in FLAGS.train_max_seq_lens]
     loads = LoadLog(FLAGS.max_load)
     first = loads.read("before start")
@@ -435,11 +443,13 @@ def main(argv):
     for name, entry in raw["train"].items():
         lengths = entry["padded_lengths"]
         checks[f"train_{name}_same_padded_lengths"] = lengths["toolkit"] == lengths["sentence_transformers"]
-    if raw.get("sts"):
-        ours, theirs = raw["sts"]["toolkit"][0]["scores"], raw["sts"]["sentence_transformers"][0]["scores"]
-        checks["sts_scores"] = {k: {"toolkit": ours[k], "sentence_transformers": theirs[k],
-                                    "diff": ours[k] - theirs[k]} for k in (*HEADLINE, "stsb_dev", "avg")}
-        checks["sts_max_abs_diff"] = max(abs(ours[k] - theirs[k]) for k in HEADLINE)
+    for precision, entry in raw.get("sts", {}).items():
+        # Scores are deterministic per side and precision: the first round's stand for all.
+        ours, theirs = entry["toolkit"][0]["scores"], entry["sentence_transformers"][0]["scores"]
+        suffix = "" if precision == "fp32" else f"_{precision}"
+        checks[f"sts_scores{suffix}"] = {k: {"toolkit": ours[k], "sentence_transformers": theirs[k],
+                                             "diff": ours[k] - theirs[k]} for k in (*HEADLINE, "stsb_dev", "avg")}
+        checks[f"sts_max_abs_diff{suffix}"] = max(abs(ours[k] - theirs[k]) for k in HEADLINE)
 
     import keras_hub  # noqa: F401  (version only)
 
@@ -451,7 +461,7 @@ def main(argv):
                   "threads", "rounds", "sts_rounds", "max_load", "allow_loaded", "measure", "precisions",
                   "encode_sentences", "encode_batch_size", "encode_max_seq_len", "train_batch_size",
                   "train_max_seq_lens", "train_steps", "train_warmup_steps", "train_lr", "weight_decay",
-                  "sts_batch_size", "sts_tolerance", "seed")},
+                  "sts_precisions", "sts_batch_size", "sts_tolerance", "seed")},
               "machine": {"cpu": cpu_model(), "cpus": os.cpu_count(), "bf16_instructions": cpu_bf16_flags(),
                           "platform": platform.platform()},
               "versions": versions, "loaded": loads.loaded,
@@ -486,10 +496,10 @@ def format_table(record: dict, encoded: int) -> str:
         theirs = summary([x["pairs"] / x["seconds"] for x in entry["sentence_transformers"]])
         rows.append((f"unsup SimCSE / MNRL train step, batch {flags_['train_batch_size']}, max length {length}, "
                      f"{precision} (pairs/s)", ours, theirs, ours["median"] / theirs["median"]))
-    if raw.get("sts"):
-        ours = summary([x["seconds"] for x in raw["sts"]["toolkit"]])
-        theirs = summary([x["seconds"] for x in raw["sts"]["sentence_transformers"]])
-        rows.append(("test_sts.py --model=minilm end to end, wall (s)", ours, theirs,
+    for precision, entry in raw.get("sts", {}).items():
+        ours = summary([x["seconds"] for x in entry["toolkit"]])
+        theirs = summary([x["seconds"] for x in entry["sentence_transformers"]])
+        rows.append((f"test_sts.py --model=minilm --precision={precision} end to end, wall (s)", ours, theirs,
                      theirs["median"] / ours["median"]))
     v, st = record["versions"]["toolkit"], record["versions"]["sentence_transformers_side"]
     lines = []
@@ -522,16 +532,27 @@ def format_table(record: dict, encoded: int) -> str:
     if same:
         lines.append("training batches padded alike on both sides: "
                      + ", ".join(f"{k[len('train_'):-len('_same_padded_lengths')]} {checks[k]}" for k in same))
-    if "sts_scores" in checks:
+    score_tables = [(k, "fp32" if k == "sts_scores" else k[len("sts_scores_"):]) for k in checks
+                    if k.startswith("sts_scores")]
+    for key, precision in score_tables:
+        table = checks[key]
         lines.append("")
-        lines.append("| STS (Spearman x100) | " + " | ".join(checks["sts_scores"]) + " |")
-        lines.append("| --- |" + " --- |" * len(checks["sts_scores"]))
+        lines.append(f"| STS (Spearman x100), {precision} | " + " | ".join(table) + " |")
+        lines.append("| --- |" + " --- |" * len(table))
         for side in ("toolkit", "sentence_transformers"):
-            lines.append(f"| {side.replace('_', '-')} | "
-                         + " | ".join(f"{s[side]:.2f}" for s in checks["sts_scores"].values()) + " |")
-        worst = checks["sts_max_abs_diff"]
-        verdict = "agree" if worst <= flags_["sts_tolerance"] else "DISAGREE"
-        lines.append(f"\nheadline scores {verdict}: largest |difference| {worst:.4f} (tolerance {flags_['sts_tolerance']})")
+            lines.append(f"| {side.replace('_', '-')} | " + " | ".join(f"{s[side]:.2f}" for s in table.values()) + " |")
+        worst = checks[key.replace("sts_scores", "sts_max_abs_diff")]
+        if precision == "fp32":
+            verdict = "agree" if worst <= flags_["sts_tolerance"] else "DISAGREE"
+            lines.append(f"\nheadline scores {verdict}: largest |difference| {worst:.4f} "
+                         f"(tolerance {flags_['sts_tolerance']})")
+        else:  # two different bf16 kernels round differently: compare each side with its own fp32
+            lines.append(f"\n{precision} headline scores: largest |toolkit - sentence-transformers| {worst:.4f}")
+            if "sts_scores" in checks:
+                for side in ("toolkit", "sentence_transformers"):
+                    moved = max(abs(table[k][side] - checks["sts_scores"][k][side]) for k in HEADLINE)
+                    lines.append(f"{side.replace('_', '-')}: {precision} vs fp32, largest headline change "
+                                 f"{moved:.4f}, STS-B test {table['stsb'][side] - checks['sts_scores']['stsb'][side]:+.4f}")
     return "\n".join(lines)
 
 

@@ -46,7 +46,8 @@ def test_table_gives_medians_ratios_and_the_loaded_mark():
     record = {
         "raw": {"encode": {"fp32": {"toolkit": timings(1.0, 2.0, 4.0), "toolkit_token_sorted": timings(0.5, 1.0, 2.0),
                                     "sentence_transformers": timings(2.0, 4.0, 8.0)}},
-                "train": {}, "sts": {"toolkit": [{"seconds": 30.0}], "sentence_transformers": [{"seconds": 60.0}]}},
+                "train": {}, "sts": {"fp32": {"toolkit": [{"seconds": 30.0}], "sentence_transformers": [{"seconds": 60.0}]},
+                                    "bf16": {"toolkit": [{"seconds": 20.0}], "sentence_transformers": [{"seconds": 50.0}]}}},
         "flags": {"encode_batch_size": 64, "train_batch_size": 64, "threads": 2, "max_load": 0.5,
                   "sts_tolerance": 0.01},
         "checks": {"encode_fp32_max_abs_diff": 1e-7},
@@ -61,7 +62,9 @@ def test_table_gives_medians_ratios_and_the_loaded_mark():
     assert table.startswith("**LOADED")
     assert "| 50.0 [25.0-100.0] | 25.0 [12.5-50.0] | 2.00 |" in table  # sentences/s: higher is faster
     assert "token count as test_sts.py does (sentences/s) | 100.0 [50.0-200.0] | 25.0 [12.5-50.0] | 4.00 |" in table
-    assert "| 30.0 [30.0-30.0] | 60.0 [60.0-60.0] | 2.00 |" in table  # seconds: the ratio is inverted
+    # seconds: the ratio is inverted
+    assert "--precision=fp32 end to end, wall (s) | 30.0 [30.0-30.0] | 60.0 [60.0-60.0] | 2.00 |" in table
+    assert "--precision=bf16 end to end, wall (s) | 20.0 [20.0-20.0] | 50.0 [50.0-50.0] | 2.50 |" in table
     json.dumps(record)
 
 
@@ -96,3 +99,33 @@ def test_cpu_tick_readers_see_this_process_work():
     assert vs.process_ticks() > own0
     assert vs.machine_busy_ticks() > busy0
     assert vs.process_ticks(2 ** 22 + 1) == 0  # no such process
+
+
+def test_table_compares_bf16_scores_with_each_sides_own_fp32():
+    def scores(base):
+        return {k: base + i for i, k in enumerate((*vs.HEADLINE, "stsb_dev", "avg"))}
+
+    def table(ours, theirs):
+        return {k: {"toolkit": ours[k], "sentence_transformers": theirs[k], "diff": ours[k] - theirs[k]} for k in ours}
+
+    fp32_ours, fp32_theirs = scores(80.0), scores(80.004)
+    bf16_ours, bf16_theirs = scores(80.05), scores(79.904)
+    record = {
+        "raw": {"encode": {}, "train": {}},
+        "flags": {"encode_batch_size": 64, "train_batch_size": 64, "threads": 2, "max_load": 0.5,
+                  "sts_tolerance": 0.01},
+        "checks": {"sts_scores": table(fp32_ours, fp32_theirs), "sts_max_abs_diff": 0.004,
+                   "sts_scores_bf16": table(bf16_ours, bf16_theirs), "sts_max_abs_diff_bf16": 0.146},
+        "machine": {"cpu": "test CPU", "cpus": 2},
+        "load_averages": [{"label": "before start", "load": (0.1, 0.1, 0.1), "over_threshold": False}],
+        "loaded": False,
+        "versions": {"toolkit": {"python": "3", "tensorflow": "2", "keras": "3", "keras_hub": "0"},
+                     "sentence_transformers_side": {"sentence_transformers": "6", "torch": "2", "transformers": "5",
+                                                    "tokenizers": "0"}},
+    }
+    text = vs.format_table(record, 100)
+    assert "headline scores agree: largest |difference| 0.0040 (tolerance 0.01)" in text
+    assert "| STS (Spearman x100), bf16 |" in text
+    assert "bf16 headline scores: largest |toolkit - sentence-transformers| 0.1460" in text
+    assert "toolkit: bf16 vs fp32, largest headline change 0.0500, STS-B test +0.0500" in text
+    assert "sentence-transformers: bf16 vs fp32, largest headline change 0.1000, STS-B test -0.1000" in text
