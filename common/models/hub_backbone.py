@@ -12,7 +12,6 @@ from typing import Dict, Mapping
 
 import keras
 import tensorflow as tf
-import tensorflow_hub as hub
 
 # The TF Hub handles used by the original PAUSE code.
 TFHUB_HANDLES = {
@@ -28,6 +27,10 @@ def is_hub_handle(spec: str) -> bool:
 
 def load_hub_module(handle: str):
     """`hub.load` with an error that says what to do offline."""
+    # Imported here, not at the top: tensorflow_hub brings tf_keras (about 0.5 s), which only a
+    # TF-Hub backbone needs, and every command of the toolkit imports this module.
+    import tensorflow_hub as hub
+
     try:
         return hub.load(handle)
     except Exception as e:  # hub raises many types (URLError, OSError, ValueError)
