@@ -96,6 +96,29 @@ def import_seconds(runs: int) -> float:
     return min(times)
 
 
+def end_to_end_seconds(path: str) -> dict:
+    """{precision: (toolkit median s, sentence-transformers median s)} of the end-to-end STS jobs
+    in a bench.vs_sentence_transformers JSON.
+
+    Raises:
+        ValueError: the file holds no per-precision end-to-end timings (a run with --measure
+            leaving out sts, or one from before --sts_precisions).
+    """
+    import tensorflow as tf
+
+    with tf.io.gfile.GFile(path) as f:
+        record = json.load(f)
+    sts = record.get("raw", {}).get("sts") if isinstance(record, dict) else None
+    ok = isinstance(sts, dict) and sts and all(
+        isinstance(e, dict) and e.get("toolkit") and e.get("sentence_transformers") for e in sts.values())
+    if not ok:
+        raise ValueError(f"--vs_json={path}: expected a bench.vs_sentence_transformers JSON with end-to-end STS "
+                         "timings per precision (raw.sts.<precision>.toolkit / .sentence_transformers); rerun it "
+                         "with --measure including sts, or leave --vs_json out.")
+    return {p: (statistics.median(x["seconds"] for x in e["toolkit"]),
+                statistics.median(x["seconds"] for x in e["sentence_transformers"])) for p, e in sts.items()}
+
+
 def main(argv):
     del argv
     import numpy as np
@@ -108,6 +131,7 @@ def main(argv):
     unknown = sorted(set(FLAGS.precisions) - set(_DTYPES))
     if unknown:
         raise ValueError(f"--precisions must be among {', '.join(_DTYPES)}; got {', '.join(unknown)}.")
+    reference = end_to_end_seconds(FLAGS.vs_json) if FLAGS.vs_json else {}  # read first: fail before measuring
     sets = load_all(FLAGS.data_path)
     unique = sorted({s for group in sets.values() for ps in group.values() for s in ps.sentences1 + ps.sentences2})
     encoder = build_encoder(EncoderConfig(spec=FLAGS.model))
@@ -142,18 +166,11 @@ def main(argv):
               f"{floors[precision]:.1f} s")
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in load)}; "
           f"at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    if FLAGS.vs_json:
-        with tf.io.gfile.GFile(FLAGS.vs_json) as f:
-            sts = json.load(f)["raw"].get("sts", {})
-        if "toolkit" in sts:  # a JSON from before --sts_precisions: fp32 only
-            sts = {"fp32": sts}
-        for precision, entry in sts.items():
-            theirs = statistics.median(x["seconds"] for x in entry["sentence_transformers"])
-            ours = statistics.median(x["seconds"] for x in entry["toolkit"])
-            for floor_precision, floor in floors.items():
-                print(f"sentence-transformers' {precision} job: {theirs:.1f} s (median, {FLAGS.vs_json}); the toolkit's "
-                      f"{ours:.1f} s = {ours / theirs:.2f} of it; the {floor_precision} floor {floor:.1f} s = "
-                      f"{floor / theirs:.2f} of it")
+    for precision, (ours, theirs) in reference.items():
+        for floor_precision, floor in floors.items():
+            print(f"sentence-transformers' {precision} job: {theirs:.1f} s (median, {FLAGS.vs_json}); the toolkit's "
+                  f"{ours:.1f} s = {ours / theirs:.2f} of it; the {floor_precision} floor {floor:.1f} s = "
+                  f"{floor / theirs:.2f} of it")
     return 0
 
 

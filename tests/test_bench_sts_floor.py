@@ -28,16 +28,23 @@ def test_runs_on_the_fixture_and_compares_with_a_benchmark_json(tmp_path):
     runs = [{"seconds": s} for s in (100.0, 110.0, 90.0)]
     (tmp_path / "new.json").write_text(json.dumps({"raw": {"sts": {
         "fp32": {"toolkit": [{"seconds": 50.0}], "sentence_transformers": runs}}}}))
-    (tmp_path / "old.json").write_text(json.dumps({"raw": {"sts": {
-        "toolkit": [{"seconds": 50.0}], "sentence_transformers": runs}}}))  # before --sts_precisions
-    for name in ("new.json", "old.json"):
-        proc = subprocess.run([sys.executable, "-m", "bench.sts_floor", f"--data_path={data}", "--large_rows=64",
-                               "--repeats=1", "--import_runs=1", "--precisions=fp32",
-                               f"--vs_json={tmp_path / name}"], cwd=ROOT, env=ENV, capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        assert "distinct sentences" in proc.stdout and "floor (import + matmuls)" in proc.stdout
-        assert "sentence-transformers' fp32 job: 100.0 s (median" in proc.stdout
-        assert "the toolkit's 50.0 s = 0.50 of it" in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "bench.sts_floor", f"--data_path={data}", "--large_rows=64",
+                           "--repeats=1", "--import_runs=1", "--precisions=fp32", f"--vs_json={tmp_path / 'new.json'}"],
+                          cwd=ROOT, env=ENV, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "distinct sentences" in proc.stdout and "floor (import + matmuls)" in proc.stdout
+    assert "sentence-transformers' fp32 job: 100.0 s (median" in proc.stdout
+    assert "the toolkit's 50.0 s = 0.50 of it" in proc.stdout
+
+
+def test_a_json_without_end_to_end_timings_is_one_line_and_exit_2(tmp_path):
+    data = write_sts_root(str(tmp_path / "data"))
+    old = tmp_path / "old.json"  # before --sts_precisions: raw.sts held one precision's lists
+    old.write_text(json.dumps({"raw": {"sts": {"toolkit": [{"seconds": 1.0}], "sentence_transformers": []}}}))
+    proc = subprocess.run([sys.executable, "-m", "bench.sts_floor", f"--data_path={data}", f"--vs_json={old}"],
+                          cwd=ROOT, env=ENV, capture_output=True, text=True)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "end-to-end STS timings per precision" in proc.stderr and "distinct sentences" not in proc.stdout
 
 
 def test_missing_data_is_one_line_and_exit_2(tmp_path):
