@@ -41,23 +41,31 @@ def test_refuses_a_loaded_machine(tmp_path):
     assert not os.listdir(tmp_path)
 
 
-def test_table_gives_medians_ratios_and_the_loaded_mark():
-    timings = lambda *seconds: [{"seconds": s, "sentences": 100} for s in seconds]  # noqa: E731
-    record = {
-        "raw": {"encode": {"fp32": {"toolkit": timings(1.0, 2.0, 4.0), "toolkit_token_sorted": timings(0.5, 1.0, 2.0),
-                                    "sentence_transformers": timings(2.0, 4.0, 8.0)}},
-                "train": {}, "sts": {"fp32": {"toolkit": [{"seconds": 30.0}], "sentence_transformers": [{"seconds": 60.0}]},
-                                    "bf16": {"toolkit": [{"seconds": 20.0}], "sentence_transformers": [{"seconds": 50.0}]}}},
+def _record(raw: dict, checks: dict, loaded: bool) -> dict:
+    """A benchmark record as main() writes it, around the given raw timings and checks."""
+    load = 0.9 if loaded else 0.1
+    return {
+        "raw": raw,
         "flags": {"encode_batch_size": 64, "train_batch_size": 64, "threads": 2, "max_load": 0.5,
                   "sts_tolerance": 0.01},
-        "checks": {"encode_fp32_max_abs_diff": 1e-7},
+        "checks": checks,
         "machine": {"cpu": "test CPU", "cpus": 2},
-        "load_averages": [{"label": "before start", "load": (0.9, 0.1, 0.1), "over_threshold": True}],
-        "loaded": True,
+        "load_averages": [{"label": "before start", "load": (load, 0.1, 0.1), "over_threshold": loaded}],
+        "loaded": loaded,
         "versions": {"toolkit": {"python": "3", "tensorflow": "2", "keras": "3", "keras_hub": "0"},
                      "sentence_transformers_side": {"sentence_transformers": "6", "torch": "2", "transformers": "5",
                                                     "tokenizers": "0"}},
     }
+
+
+def test_table_gives_medians_ratios_and_the_loaded_mark():
+    timings = lambda *seconds: [{"seconds": s, "sentences": 100} for s in seconds]  # noqa: E731
+    record = _record(
+        {"encode": {"fp32": {"toolkit": timings(1.0, 2.0, 4.0), "toolkit_token_sorted": timings(0.5, 1.0, 2.0),
+                             "sentence_transformers": timings(2.0, 4.0, 8.0)}},
+         "train": {}, "sts": {"fp32": {"toolkit": [{"seconds": 30.0}], "sentence_transformers": [{"seconds": 60.0}]},
+                              "bf16": {"toolkit": [{"seconds": 20.0}], "sentence_transformers": [{"seconds": 50.0}]}}},
+        {"encode_fp32_max_abs_diff": 1e-7}, loaded=True)
     table = vs.format_table(record, 100)
     assert table.startswith("**LOADED")
     assert "| 50.0 [25.0-100.0] | 25.0 [12.5-50.0] | 2.00 |" in table  # sentences/s: higher is faster
@@ -110,19 +118,9 @@ def test_table_compares_bf16_scores_with_each_sides_own_fp32():
 
     fp32_ours, fp32_theirs = scores(80.0), scores(80.004)
     bf16_ours, bf16_theirs = scores(80.05), scores(79.904)
-    record = {
-        "raw": {"encode": {}, "train": {}},
-        "flags": {"encode_batch_size": 64, "train_batch_size": 64, "threads": 2, "max_load": 0.5,
-                  "sts_tolerance": 0.01},
-        "checks": {"sts_scores": table(fp32_ours, fp32_theirs), "sts_max_abs_diff": 0.004,
-                   "sts_scores_bf16": table(bf16_ours, bf16_theirs), "sts_max_abs_diff_bf16": 0.146},
-        "machine": {"cpu": "test CPU", "cpus": 2},
-        "load_averages": [{"label": "before start", "load": (0.1, 0.1, 0.1), "over_threshold": False}],
-        "loaded": False,
-        "versions": {"toolkit": {"python": "3", "tensorflow": "2", "keras": "3", "keras_hub": "0"},
-                     "sentence_transformers_side": {"sentence_transformers": "6", "torch": "2", "transformers": "5",
-                                                    "tokenizers": "0"}},
-    }
+    record = _record({"encode": {}, "train": {}},
+                     {"sts_scores": table(fp32_ours, fp32_theirs), "sts_max_abs_diff": 0.004,
+                      "sts_scores_bf16": table(bf16_ours, bf16_theirs), "sts_max_abs_diff_bf16": 0.146}, loaded=False)
     text = vs.format_table(record, 100)
     assert "headline scores agree: largest |difference| 0.0040 (tolerance 0.01)" in text
     assert "| STS (Spearman x100), bf16 |" in text
