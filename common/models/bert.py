@@ -18,6 +18,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 from keras_hub.layers import PositionEmbedding, ReversibleEmbedding, TransformerEncoder
+from keras_hub.src.layers.modeling.transformer_layer_utils import merge_padding_and_attention_mask
 
 from common.models import precision as precision_lib
 
@@ -40,6 +41,61 @@ def gelu_approximate(x):
 
 def _activation(name: str):
     return gelu_approximate if name == "gelu_approximate" else name
+
+
+def _dense_2d(x: tf.Tensor, dense: keras.layers.Layer, units: int) -> tf.Tensor:
+    """`dense`'s product on rows `x` [N, in] as one 2-D MatMul then BiasAdd, its kernel (Dense [in, units]
+    or EinsumDense [in, heads, head_dim] / [heads, head_dim, units]) seen as [in, units]."""
+    return tf.nn.bias_add(tf.matmul(x, tf.reshape(dense.kernel, [-1, units])), tf.reshape(dense.bias, [units]))
+
+
+class BertLayer(TransformerEncoder):
+    """keras-hub's post-LN `TransformerEncoder` (the same sublayers, variables, config and dropout
+    calls) computing each of its six dense products as a 2-D MatMul followed by a BiasAdd.
+
+    Keras' layers compute them as einsums (Q, K, V and the attention output) and as a 3-D matmul
+    whose bias add follows a reshape, which TensorFlow runs as separate kernels. On rows [batch x
+    time, hidden] the same products are the pattern TensorFlow's graph optimizer (grappler's remapper,
+    with the oneDNN kernels of x86 CPUs) fuses into one `_FusedMatMul` each, bias included, and in the
+    feed-forward block the exact GELU too (`BiasAdd, GeluExact`, applied to the float32 accumulator,
+    in bf16 as well). `inference_activation` is the activation used outside training: the erf-form
+    GELU in the compute dtype where the training activation computes it in float32 around casts
+    (which the remapper cannot fuse); elsewhere the activation itself. The attention core (scaling,
+    masked softmax, dropout, the two per-head products) is Keras' `MultiHeadAttention`'s own. The
+    result equals keras-hub's call to float32 round-off (a test), and so do training's dropout masks:
+    each dropout layer sees the same shapes in the same order.
+    """
+
+    def __init__(self, *args, inference_activation=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.inference_activation = inference_activation
+
+    def call(self, inputs, padding_mask=None, attention_mask=None, training=None, return_attention_scores=False):
+        if self.normalize_first or return_attention_scores:
+            return super().call(inputs, padding_mask=padding_mask, attention_mask=attention_mask,
+                                training=training, return_attention_scores=return_attention_scores)
+        attention = self._self_attention_layer
+        hidden = inputs.shape[-1]
+        shape = tf.shape(inputs)
+        rows = tf.reshape(inputs, [-1, hidden])
+        mask = merge_padding_and_attention_mask(inputs, padding_mask, attention_mask)
+        mask = attention._compute_attention_mask(inputs, inputs, attention_mask=mask)
+        per_head = [shape[0], shape[1], attention._num_heads, attention._key_dim]
+        query, key, value = (tf.reshape(_dense_2d(rows, dense, hidden), per_head)
+                             for dense in (attention._query_dense, attention._key_dense, attention._value_dense))
+        context, _ = attention._compute_attention(query, key, value, attention_mask=mask, training=training)
+        x = _dense_2d(tf.reshape(context, [-1, hidden]), attention._output_dense, hidden)
+        x = self._self_attention_dropout(tf.reshape(x, shape), training=training)
+        x = self._self_attention_layer_norm(x + inputs)
+
+        intermediate = self._feedforward_intermediate_dense
+        h = _dense_2d(tf.reshape(x, [-1, hidden]), intermediate, self.intermediate_dim)
+        activation = intermediate.activation if training or self.inference_activation is None \
+            else self.inference_activation
+        h = activation(h)
+        y = _dense_2d(h, self._feedforward_output_dense, hidden)
+        y = self._feedforward_dropout(tf.reshape(y, shape), training=training)
+        return self._feedforward_layer_norm(y + x)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,10 +218,11 @@ class BertBackbone(keras.Model):
         )
         self.embeddings_dropout = keras.layers.Dropout(config.dropout, name="embeddings_dropout", dtype=policy)
         self.transformer_layers = [
-            TransformerEncoder(
+            BertLayer(
                 num_heads=config.num_heads,
                 intermediate_dim=config.intermediate_size,
                 activation=activation,
+                inference_activation=precision_lib.fused_inference_activation(config.activation, precision),
                 dropout=config.dropout,
                 layer_norm_epsilon=config.layer_norm_eps,
                 kernel_initializer=init,

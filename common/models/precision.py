@@ -15,7 +15,13 @@ a bf16 encoder side by side. Under a mixed policy, these stay float32:
     head returns float32 logits);
   - the feed-forward activation (GELU, exact or tanh), computed in float32 and cast
     back (`gelu_float32`): under mixed_bfloat16 on CPU, TensorFlow's bfloat16
-    erfc is about 4x slower than float32's and cancels the matmul gain;
+    erfc is about 4x slower than float32's and cancels the matmul gain. Outside
+    training, in bf16 on a oneDNN CPU, the exact GELU is written in bfloat16
+    instead (`fused_inference_activation`), as the pattern TensorFlow's graph
+    optimizer fuses with its matmul and bias into one oneDNN kernel that applies
+    the bias and the GELU to the float32 accumulator and rounds once
+    (`common.models.bert.BertLayer`; run eagerly, unfused, it is the erf form
+    computed in bfloat16);
   - LayerNormalization's statistics: Keras 3 (3.15) `ops.layer_normalization`
     computes in at least float32 and casts its result to the compute dtype, and
     the layer does not autocast gamma/beta, so nothing is needed here;
@@ -101,3 +107,26 @@ def feedforward_activation(name: str, precision: str, default: Union[str, Callab
     if not is_mixed(precision):
         return gelu_erf if name == "gelu" else default
     return _FLOAT32_ACTIVATIONS.get(name, default)
+
+
+
+def onednn_cpu() -> bool:
+    """Whether TensorFlow runs on its oneDNN CPU kernels here (x86 builds, unless TF_ENABLE_ONEDNN_OPTS=0)
+    and sees no GPU: where its graph optimizer fuses a matmul, its bias and an exact GELU into one kernel."""
+    import tensorflow as tf
+    from tensorflow.python.util import _pywrap_util_port
+
+    return bool(_pywrap_util_port.IsMklEnabled()) and not tf.config.list_physical_devices("GPU")
+
+
+def fused_inference_activation(name: str, precision: str) -> Union[None, Callable]:
+    """The feed-forward activation a BERT layer uses outside training when it differs from the
+    training one (`feedforward_activation`): in bf16 on a oneDNN CPU (`onednn_cpu`), the exact GELU as
+    `gelu_erf` in bfloat16, which TensorFlow fuses with the preceding matmul and bias into one kernel
+    (`_FusedMatMul` with `BiasAdd, GeluExact`) that applies both to the float32 accumulator and rounds
+    once: faster than the float32 GELU between casts, which stays separate kernels, and closer to
+    float32 (the matmul's output is not rounded before the bias and GELU). None otherwise: fp32
+    already computes the fusable form, fp16 and GPUs keep the float32 GELU, the tanh GELU and ReLU
+    are unchanged.
+    """
+    return gelu_erf if name == "gelu" and precision == "bf16" and onednn_cpu() else None
