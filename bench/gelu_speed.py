@@ -4,9 +4,10 @@ before), on the same MiniLM weights, alternated A B A B in one process (`bench.e
 
     .venv/bin/python -m bench.gelu_speed --data_path=../shared/data --rounds=3
 
-Encoding outside training uses `BertLayer`'s inference activation where it has one (bf16: the fused
-erf form), so in bf16 the two forms differ in training only. Not part of the test suite; run it on an
-idle machine.
+Since `BertLayer`, encoding (outside training) runs the GELU inside the feed-forward matmul's fused
+kernel whichever form is written (TensorFlow's graph optimizer recognises both on oneDNN CPUs; bf16
+writes the erf form there in any case), so the two forms encode alike and differ in training only.
+Not part of the test suite; run it on an idle machine.
 """
 
 from __future__ import annotations
