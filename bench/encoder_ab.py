@@ -49,7 +49,6 @@ def compare(forms: Sequence[str], make: Callable, what: str) -> int:
     """Builds `make(precision, form)` (a SentenceEncoder) for each of FLAGS.precisions and the two `forms`,
     times them alternated over FLAGS.rounds rounds and prints the table (first form over second)."""
     import numpy as np
-    import tensorflow as tf
 
     from bench.machine import machine_busy_ticks, other_cores, process_ticks
     from common.data.sts import load_stsb
@@ -104,5 +103,4 @@ def compare(forms: Sequence[str], make: Callable, what: str) -> int:
         print(f"| {precision} | {cell(encode[(precision, first)])} | {cell(encode[(precision, second)])} | "
               f"{e[first] / e[second]:.2f} | {cell(training[(precision, first)])} | "
               f"{cell(training[(precision, second)])} | {t[first] / t[second]:.2f} | {diff:.1e} |")
-    del tf
     return 0

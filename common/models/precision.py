@@ -109,7 +109,6 @@ def feedforward_activation(name: str, precision: str, default: Union[str, Callab
     return _FLOAT32_ACTIVATIONS.get(name, default)
 
 
-
 def onednn_cpu() -> bool:
     """Whether TensorFlow runs on its oneDNN CPU kernels here (x86 builds, unless TF_ENABLE_ONEDNN_OPTS=0)
     and sees no GPU: where its graph optimizer fuses a matmul, its bias and an exact GELU into one kernel."""

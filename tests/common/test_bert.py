@@ -1,4 +1,5 @@
 import os
+import types
 
 import numpy as np
 import pytest
@@ -169,11 +170,7 @@ def test_fused_bf16_feed_forward_rounds_once_from_float32():
     kernel = tf.cast((rng.normal(size=(384, 1536)) * 0.05).astype(np.float32), tf.bfloat16)
     bias = tf.cast((rng.normal(size=1536) * 0.5).astype(np.float32), tf.bfloat16)
 
-    class Dense:  # what _dense_2d reads of a layer
-        pass
-
-    layer = Dense()
-    layer.kernel, layer.bias = kernel, bias
+    layer = types.SimpleNamespace(kernel=kernel, bias=bias)  # what _dense_2d reads of a Dense layer
 
     def feed_forward():
         return gelu_erf(_dense_2d(x, layer, 1536))
