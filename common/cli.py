@@ -66,8 +66,20 @@ def _io_errors():
             tf.errors.AbortedError)
 
 
+def _parse_flags(argv):
+    """absl's flag parsing, where an unknown or malformed flag ends as one line on stderr and exit code 2
+    (absl itself prints two lines and exits with 1)."""
+    try:
+        return flags.FLAGS(argv)
+    except flags.Error as e:
+        sys.stderr.write(f"{os.path.basename(argv[0])}: {' '.join(str(e).split())}; --helpshort lists the "
+                         "flags and their defaults.\n")
+        sys.exit(2)
+
+
 def run(main: Callable) -> None:
-    """`app.run(main)`, where a user error ends as one line on stderr and exit code 2."""
+    """`app.run(main)`, where a user error (a flag absl cannot parse included) ends as one line on stderr
+    and exit code 2."""
 
     def wrapped(argv):
         if not flags.FLAGS.verbose:
@@ -84,4 +96,4 @@ def run(main: Callable) -> None:
                              "(--verbose shows the traceback)\n")
             return 2
 
-    app.run(wrapped)
+    app.run(wrapped, flags_parser=_parse_flags)

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 
 from fixtures import write_sts_root
 
@@ -45,6 +46,22 @@ def test_test_sts_rejects_bad_input_clearly(tmp_path):
     assert verbose.returncode != 0 and "Traceback" in verbose.stderr
     proc = _run([os.path.join(ROOT, "test_sts.py"), "stray"], cwd=str(tmp_path))
     assert proc.returncode != 0 and "Unexpected arguments" in proc.stderr
+
+
+
+@pytest.mark.parametrize("script,flag,says", [
+    ("test_sts.py", "--no_such_flag=1", "Unknown command line flag 'no_such_flag'"),
+    ("train.py", "--batch_size=many", "flag --batch_size=many: invalid literal for int()"),
+])
+def test_a_flag_absl_cannot_parse_is_one_line_and_exit_2(script, flag, says, tmp_path):
+    proc = _run([os.path.join(ROOT, script), flag], cwd=str(tmp_path))
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"{script}: ") and says in last
+    assert last.endswith("--helpshort lists the flags and their defaults.")
+    assert "Traceback" not in proc.stderr and "FATAL" not in proc.stderr
+    # and the advice works
+    assert _run([os.path.join(ROOT, script), "--helpshort"], cwd=str(tmp_path)).stdout.count("--") > 3
 
 
 LOAD_PLAIN = """
