@@ -1,29 +1,39 @@
-"""The reproduction ladder: every paper's claim, from one raw BERT pretrained here.
+"""The reproduction ladder: every paper's claim, from one raw pretrained BERT, with floors and verdicts.
 
-    .venv/bin/python -m bench.reproduce --data_path=../shared/data [--stages=pretrain,raw,simcse,pause,declutr]
+    .venv/bin/python -m bench.reproduce --data_path=../shared/data --start=artifacts/starts/bert_mini_books
 
-1. pretrain: a fresh BERT (`--encoder`, default bert_tiny) with `--method=mlm` on the Gutenberg
-   books (whole books held out), `--pretrain_steps` of `--pretrain_batch` windows of 128 tokens;
-2. raw: the pretrained model scored with mean pooling and with CLS;
+1. start: `--start` names a pretrained BERT (a Hugging Face folder, e.g. one `bench/hf_pretrain.py`
+   wrote on a GPU machine, or a train.py artifact); without it the `pretrain` stage pretrains a fresh
+   `--encoder` here with `--method=mlm` on the Gutenberg books (whole books held out);
+2. floors: what needs no pretraining at all, the same architecture randomly initialised (mean and
+   CLS pooling) and TF-IDF cosine; raw: the start scored with mean pooling and with CLS;
 3. simcse: unsup SimCSE on sentences cut from the books; sup SimCSE on SentEval's SNLI dev+test
    triples (the only NLI offline: recorded as trained on SNLI);
 4. pause: PAUSE at each `--percentages` of labels, and supervised-only training (cross-entropy
-   on exactly the same labelled pairs, same steps, all-labelled batches, no PU term), for each
-   `--seeds`; PAUSE at 5 % also with the original per-epoch annealing;
+   on exactly the same labelled pairs, same steps, all-labelled batches, no PU term); PAUSE at 5 %
+   also with the original per-epoch annealing;
 5. declutr: contrastive + MLM, contrastive only, MLM only, on the books;
-6. trans_encoder: from the SimCSE unsup model, when that method is registered.
+6. trans_encoder: from the SimCSE unsup model of the same seed.
 
-Every model gets the seven-set STS average and STS-B dev from the test_sts.py scorer and the
-SentEval `fast` transfer average on `--senteval_tasks`. Each run lives in its own artifacts root
-under `--artifacts_dir/runs/<name>/`: a finished run is reused, an interrupted one resumed from its
-last checkpoint, so a killed benchmark continues where it stopped. Scores are cached in
-`--artifacts_dir/scores.json`. Settings are chosen on STS-B dev only. Not part of the test suite.
+Every trained row runs for each of `--seeds`. Every model is scored the way the papers score: the
+seven-set STS average and STS-B dev of the test_sts.py scorer, on untruncated sentences (up to
+`--score_max_seq_len`, whatever length the run trained at), and the SentEval `fast` transfer average
+on `--senteval_tasks` for seed 0. Each claim gets a verdict by the rules of `bench.verdicts`.
+
+Each run lives in its own artifacts root under `--artifacts_dir/runs/<name>/`: a finished run is
+reused, an interrupted one resumed from its last checkpoint, so a killed benchmark continues where it
+stopped. Scores are cached in `--artifacts_dir/scores.json`. The results page (table, claim lines,
+plots, command, commit, machine, the start's pretraining against the unigram floor) is written to
+`--results_dir`. Settings are chosen on STS-B dev (and held-out MLM loss) only. Not part of the test suite.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import platform
+import subprocess
+import sys
 import time
 from typing import Any, Dict, List
 
@@ -31,27 +41,36 @@ from absl import app, flags, logging
 
 from common import cli
 
+from bench import verdicts
 from bench.machine import busy_seconds, machine_busy_ticks, other_cores, process_ticks
 
 flags.DEFINE_string("data_path", "data", "Data root (downstream/, documents/gutenberg/).")
-flags.DEFINE_string("artifacts_dir", "artifacts/reproduce", "Where the ladder's runs and results are written.")
-flags.DEFINE_list("stages", ["pretrain", "raw", "simcse", "pause", "declutr", "trans_encoder"], "Stages to run.")
-flags.DEFINE_string("encoder", "bert_tiny", "Fresh BERT to pretrain (bert_tiny, bert_mini, ...).")
+flags.DEFINE_string("artifacts_dir", "artifacts/reproduce", "Where the ladder's runs and scores are written.")
+flags.DEFINE_string("results_dir", "docs/benchmarks/reproduce", "Where the results page (README.md), its plots and "
+                    "results.json are written.")
+flags.DEFINE_list("stages", ["pretrain", "floors", "raw", "simcse", "pause", "declutr", "trans_encoder"],
+                  "Stages to run (pretrain only without --start).")
+flags.DEFINE_string("start", "", "A pretrained BERT to start every rung from (Hugging Face folder or train.py "
+                    "artifact); empty: pretrain --encoder here.")
+flags.DEFINE_string("encoder", "bert_tiny", "Fresh BERT to pretrain without --start (bert_tiny, bert_mini, ...).")
 flags.DEFINE_integer("pretrain_steps", 1000, "Masked-LM steps (split into --pretrain_epochs; held-out loss each epoch).")
 flags.DEFINE_integer("pretrain_epochs", 4, "Masked-LM epochs (the held-out books are scored at each epoch end).")
 flags.DEFINE_integer("pretrain_batch", 64, "Masked-LM windows (of 128 tokens) per step.")
 flags.DEFINE_float("pretrain_lr", 5e-4, "Masked-LM peak learning rate.")
-flags.DEFINE_float("finetune_lr", 1e-4, "Peak learning rate of every rung trained from the pretrained model.")
+flags.DEFINE_float("finetune_lr", 1e-4, "Peak learning rate of every rung trained from the start.")
+flags.DEFINE_integer("score_max_seq_len", 512, "Tokens every model is scored at (the papers do not truncate; "
+                     "shorter sentences are not padded to it).")
 flags.DEFINE_integer("simcse_steps", 500, "SimCSE steps (unsup: 64 sentences; sup: 64 triples).")
+flags.DEFINE_integer("simcse_eval_every", 125, "SimCSE: steps between STS-B dev evaluations; the best is kept "
+                     "(the official trainer's 125).")
 flags.DEFINE_integer("pause_steps", 200, "PAUSE and supervised-only steps of 64 pairs.")
 flags.DEFINE_list("percentages", ["1", "5", "10", "30", "100"], "Label percentages for PAUSE and supervised-only.")
-flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds of the PAUSE and supervised-only rows.")
+flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds of every trained row (the verdicts need 3).")
 flags.DEFINE_integer("declutr_steps", 300, "DeCLUTR steps of 8 documents.")
 flags.DEFINE_integer("te_cycles", 2, "Trans-Encoder cycles.")
 flags.DEFINE_integer("te_steps", 200, "Trans-Encoder steps per phase (caps each phase's epoch).")
 flags.DEFINE_list("senteval_tasks", ["MR", "CR", "SUBJ", "MPQA"], "SentEval tasks (fast setting).")
-flags.DEFINE_list("senteval_seeds", ["0"], "Seeds whose PAUSE and supervised-only models get SentEval too (all "
-                  "models of the other rungs do).")
+flags.DEFINE_list("senteval_seeds", ["0"], "Seeds whose models get SentEval too.")
 flags.DEFINE_list("senteval_percentages", ["5", "100"], "Label percentages whose PAUSE and supervised-only models "
                   "get SentEval (for --senteval_seeds).")
 FLAGS = flags.FLAGS
@@ -112,30 +131,52 @@ class Ladder:
         self._save(name)
         return result["model_dir"]
 
-    def score(self, name: str, model_dir: str, pooling: str = None, senteval: bool = True) -> Dict[str, Any]:
-        """STS (seven-set average, STS-B dev) and, if `senteval`, the SentEval fast average of a model, cached."""
+    def score(self, name: str, model_dir: str, pooling: str = None, senteval: bool = True,
+              encoder_settings: Dict[str, Any] = None) -> Dict[str, Any]:
+        """STS (seven-set average, STS-B dev) and, if `senteval`, the SentEval fast average of a model, cached.
+
+        Every model is scored on untruncated sentences (`--score_max_seq_len`), as the papers' evaluations
+        do, whatever length it trained at. `encoder_settings` go to its EncoderConfig (a floor's seed).
+        """
         entry = self.scores.setdefault(name, {})
         if "sts_avg" in entry and (not senteval or not FLAGS.senteval_tasks or "senteval_avg" in entry):
             return entry
         from common.evaluation.embedding import embed_sentences
+        from common.models.encoder import EncoderConfig, build_encoder
+
+        encoder = build_encoder(EncoderConfig(spec=model_dir, pooling=pooling, max_seq_len=FLAGS.score_max_seq_len,
+                                              **(encoder_settings or {})))
+        fn = encoder.embedding_function()
+        return self._score_embedder(name, lambda s: embed_sentences(fn, s, 128, progress=False), senteval)
+
+    def _score_embedder(self, name: str, embed, senteval: bool) -> Dict[str, Any]:
         from common.evaluation.senteval import evaluate_senteval, get_config
         from common.evaluation.sts import evaluate_sts
-        from common.models.encoder import EncoderConfig, build_encoder
-        import tensorflow as tf
 
-        encoder = build_encoder(EncoderConfig(spec=model_dir, pooling=pooling))
-        fn = encoder.embedding_function()
+        entry = self.scores.setdefault(name, {})
         if "sts_avg" not in entry:
-            sts = evaluate_sts(lambda s: embed_sentences(fn, s, 128, progress=False), self.data_path)
+            sts = evaluate_sts(embed, self.data_path)
             entry.update(sts_avg=sts["avg"], stsb_dev=sts["stsb"]["dev"], sts=sts)
         if senteval and FLAGS.senteval_tasks:
-            se = evaluate_senteval(lambda s, desc: embed_sentences(fn, s, 128, progress=False), self.data_path,
-                                   FLAGS.senteval_tasks, get_config("fast"), model_name=name)
+            se = evaluate_senteval(lambda s, desc: embed(s), self.data_path, FLAGS.senteval_tasks, get_config("fast"),
+                                   model_name=name)
             entry.update(senteval_avg=se["averages"]["downstream"]["test"],
                          senteval={t: r for t, r in se["tasks"].items()}, senteval_seconds=se["seconds"])
         self._save(name)
         logging.info("%s: STS avg %.2f, STS-B dev %.2f, SentEval %s", name, entry["sts_avg"], entry["stsb_dev"],
                      entry.get("senteval_avg"))
+        return entry
+
+    def score_tfidf(self, name: str) -> Dict[str, Any]:
+        """TF-IDF cosine (scikit-learn's TfidfVectorizer, fitted on the sentences of each set it scores)."""
+        entry = self.scores.setdefault(name, {})
+        if "sts_avg" in entry:
+            return entry
+        from common.evaluation.sts import evaluate_sts_pairs
+
+        sts = evaluate_sts_pairs(tfidf_cosines, self.data_path)
+        entry.update(sts_avg=sts["avg"], stsb_dev=sts["stsb"]["dev"], sts=sts, fixed=True)
+        self._save(name)
         return entry
 
     def score_cross(self, name: str, model_dir: str) -> Dict[str, Any]:
@@ -152,6 +193,34 @@ class Ladder:
         self._save(name)
         logging.info("%s: STS avg %.2f, STS-B dev %.2f", name, entry["sts_avg"], entry["stsb_dev"])
         return entry
+
+    def record_start(self, path: str) -> None:
+        """Keeps what the start's own records say of its pretraining (bench/hf_pretrain.py's pretraining.json)."""
+        record = os.path.join(path, "pretraining.json")
+        entry = {"path": path}
+        if os.path.exists(record):
+            with open(record) as f:
+                pre = json.load(f)
+            run = pre["run"]
+            entry.update({k: pre.get(k) for k in ("size", "precision", "batch_size", "window", "training_windows",
+                                                  "training_tokens", "pretraining_dropout", "saved_dropout",
+                                                  "warmup_fraction", "weight_decay", "mask_rate", "unigram",
+                                                  "chosen_lr", "device", "torch", "transformers")})
+            entry.update(heldout_titles=pre.get("heldout_titles"), steps=run["steps"], epochs=run["epochs"],
+                         seconds=run["seconds"], tokens_per_second=run["tokens_per_second"], evals=run["evals"],
+                         pilots=[{"lr": p["lr"], "epochs": p["epochs"], "heldout_loss": p["evals"][-1]["loss"]}
+                                 for p in pre.get("pilots", [])])
+        self.scores["_start"] = entry
+        self._save("_start")
+
+    def record_phases(self, name: str, model_dir: str) -> None:
+        """A Trans-Encoder run's phase records (pseudo-label spread, STS-B dev) from its config.json."""
+        with open(os.path.join(model_dir, "config.json")) as f:
+            phases = json.load(f).get("phases", [])
+        self.scores.setdefault(name, {})["phases"] = [
+            {k: p.get(k) for k in ("phase", "cycle", "kind", "member", "label_mean", "label_std",
+                                   "stsb_dev_spearman")} for p in phases]
+        self._save(name)
 
     def _save(self, name: str) -> None:
         import fcntl
@@ -177,6 +246,32 @@ class Ladder:
             os.replace(tmp, self.scores_path)
 
 
+def tfidf_cosines(first, second):
+    """Cosine of TF-IDF vectors (unigrams, lowercased; idf from the pairs' own sentences) per pair."""
+    import numpy as np
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    vectors = TfidfVectorizer().fit(list(first) + list(second))
+    a, b = vectors.transform(first), vectors.transform(second)  # rows are L2-normalised
+    return np.asarray(a.multiply(b).sum(axis=1)).ravel()
+
+
+def start_architecture(start: str) -> str:
+    """The spec of a randomly initialised copy of the start's architecture (the floor rows)."""
+    from common.models.encoder import FRESH_BERTS, is_artifact_dir
+
+    if start in FRESH_BERTS:
+        return start
+    if is_artifact_dir(start):
+        with open(os.path.join(start, "config.json")) as f:
+            return start_architecture(json.load(f)["encoder"]["spec"])
+    config = os.path.join(start, "config.json")
+    if not os.path.exists(config):
+        raise ValueError(f"--start={start}: expected a Hugging Face BERT folder (config.json, model.safetensors, "
+                         "vocab.txt) or a train.py artifact; no config.json there.")
+    return config
+
+
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
@@ -185,73 +280,109 @@ def main(argv):
     ladder = Ladder(FLAGS.artifacts_dir, FLAGS.data_path)
     stages = set(FLAGS.stages)
     began = time.time()
-    epochs = FLAGS.pretrain_epochs
-    raw = ladder.run("pretrain", "mlm", dict(
-        model=FLAGS.encoder, batch_size=FLAGS.pretrain_batch, train_epochs=epochs,
-        train_steps_per_epoch=FLAGS.pretrain_steps // epochs, train_lr=FLAGS.pretrain_lr, eval_each_epoch=True,
-        checkpoint_every=50))
+    if FLAGS.start:
+        if not os.path.isdir(FLAGS.start):
+            raise FileNotFoundError(f"--start={FLAGS.start}: no such directory; give a pretrained BERT folder "
+                                    "(e.g. one bench/hf_pretrain.py wrote) or leave --start empty to pretrain here.")
+        raw = os.path.abspath(FLAGS.start)
+        ladder.record_start(raw)
+    else:
+        epochs = FLAGS.pretrain_epochs
+        raw = ladder.run("pretrain", "mlm", dict(
+            model=FLAGS.encoder, batch_size=FLAGS.pretrain_batch, train_epochs=epochs,
+            train_steps_per_epoch=FLAGS.pretrain_steps // epochs, train_lr=FLAGS.pretrain_lr, eval_each_epoch=True,
+            checkpoint_every=50, dropout=0.0))
     lr = FLAGS.finetune_lr
+    if "floors" in stages:
+        fresh = start_architecture(raw)
+        ladder.score("floor: random init (mean)", fresh, pooling="mean", senteval=False, encoder_settings=dict(seed=0))
+        ladder.score("floor: random init (CLS)", fresh, pooling="cls", senteval=False, encoder_settings=dict(seed=0))
+        ladder.score_tfidf("floor: TF-IDF")
     if "raw" in stages:
         ladder.score("raw (mean)", raw, pooling="mean")
         ladder.score("raw (CLS)", raw, pooling="cls")
-    unsup_settings = dict(model=raw, train_lr=lr, train_steps_per_epoch=FLAGS.simcse_steps)
+    seeds = [int(s) for s in FLAGS.seeds]
+    senteval_seeds = {int(s) for s in FLAGS.senteval_seeds}
+    sts_dev = None
+    if {"simcse", "trans_encoder"} & stages:
+        from common.evaluation.evaluators import StsbDevEvaluator
+
+        sts_dev = StsbDevEvaluator(FLAGS.data_path, progress=False)
+    selection = dict(eval_every=FLAGS.simcse_eval_every, keep_best=True)
+
+    def unsup(seed: int) -> str:
+        return ladder.run(f"simcse unsup seed {seed}", "simcse", dict(
+            model=raw, train_lr=lr, train_steps_per_epoch=FLAGS.simcse_steps, seed=seed, **selection), sts_dev)
+
     if "simcse" in stages:
-        unsup = ladder.run("simcse unsup", "simcse", unsup_settings)
-        ladder.score("simcse unsup", unsup)
-        ladder.score("simcse unsup (mean pooling)", unsup, pooling="mean", senteval=False)
-        sup = ladder.run("simcse sup", "simcse", dict(model=raw, simcse_mode="sup", train_data=NLI_OFFLINE,
-                                                      batch_size=64, train_epochs=1, train_lr=lr,
-                                                      train_steps_per_epoch=FLAGS.simcse_steps))
-        ladder.score("simcse sup", sup)
+        for seed in seeds:
+            name = f"simcse unsup seed {seed}"
+            model = unsup(seed)
+            ladder.score(name, model, senteval=seed in senteval_seeds)
+            ladder.score(f"simcse unsup (mean pooling) seed {seed}", model, pooling="mean", senteval=False)
+            name = f"simcse sup seed {seed}"
+            sup = ladder.run(name, "simcse", dict(model=raw, simcse_mode="sup", train_data=NLI_OFFLINE,
+                                                  batch_size=64, train_epochs=1, train_lr=lr, seed=seed,
+                                                  train_steps_per_epoch=FLAGS.simcse_steps, **selection), sts_dev)
+            ladder.score(name, sup, senteval=seed in senteval_seeds)
     if "pause" in stages:
         common = dict(model=raw, train_data=NLI_OFFLINE, batch_size=64, max_seq_len=64, train_epochs=4,
                       train_lr=lr, train_steps_per_epoch=FLAGS.pause_steps // 4)
-        for seed in FLAGS.seeds:
+        for seed in seeds:
             for pct in FLAGS.percentages:
                 for kind, extra in (("pause", {}), ("supervised", dict(annealing="off", labeled_batch_fraction=1.0))):
                     name = f"{kind} {pct}% seed {seed}"
-                    model = ladder.run(name, "pause", dict(common, seed=int(seed), pos_sample_prec=float(pct), **extra))
-                    ladder.score(name, model, senteval=seed in FLAGS.senteval_seeds
-                                 and pct in FLAGS.senteval_percentages)
+                    model = ladder.run(name, "pause", dict(common, seed=seed, pos_sample_prec=float(pct), **extra))
+                    ladder.score(name, model, senteval=seed in senteval_seeds and pct in FLAGS.senteval_percentages)
         name = "pause 5% per-epoch annealing seed 0"
-        ladder.score(name, ladder.run(name, "pause", dict(common, pos_sample_prec=5.0, annealing="per_epoch")))
+        ladder.score(name, ladder.run(name, "pause", dict(common, pos_sample_prec=5.0, annealing="per_epoch")),
+                     senteval=False)
     if "declutr" in stages:
         spans = dict(model=raw, batch_size=8, max_seq_len=128, min_span_len=16, max_span_len=96, train_lr=lr,
                      train_steps_per_epoch=FLAGS.declutr_steps)
-        for name, extra in (("declutr contrastive + MLM", {}), ("declutr contrastive only", dict(mlm=False)),
-                            ("declutr MLM only", dict(contrastive=False))):
-            ladder.score(name, ladder.run(name, "declutr", dict(spans, **extra)))
+        for seed in seeds:
+            for name, extra in (("declutr contrastive + MLM", {}), ("declutr contrastive only", dict(mlm=False)),
+                                ("declutr MLM only", dict(contrastive=False))):
+                name = f"{name} seed {seed}"
+                ladder.score(name, ladder.run(name, "declutr", dict(spans, seed=seed, **extra)),
+                             senteval=seed in senteval_seeds)
     if "trans_encoder" in stages and "trans_encoder" in registry.methods():
-        from common.evaluation.evaluators import StsbDevEvaluator
-
-        start = ladder.run("simcse unsup", "simcse", unsup_settings)
-        # The official protocol selects the best cycle on STS-B dev (labels used for nothing else).
-        te = ladder.run("trans_encoder", "trans_encoder",
-                        dict(model=start, cycles=FLAGS.te_cycles, train_epochs=1, train_steps_per_epoch=FLAGS.te_steps,
-                             train_lr=lr, cross_lr=lr, eval_each_epoch=True),
-                        evaluator=StsbDevEvaluator(FLAGS.data_path, progress=False))
-        ladder.score("trans_encoder bi", te)
-        ladder.score_cross("trans_encoder cross", te)
-    results = write_results(ladder.scores, FLAGS.artifacts_dir)
+        for seed in seeds:
+            # The official protocol selects the best cycle on STS-B dev (labels used for nothing else).
+            name = f"trans_encoder seed {seed}"
+            te = ladder.run(name, "trans_encoder",
+                            dict(model=unsup(seed), cycles=FLAGS.te_cycles, train_epochs=1, seed=seed,
+                                 train_steps_per_epoch=FLAGS.te_steps, train_lr=lr, cross_lr=lr, eval_each_epoch=True),
+                            evaluator=sts_dev)
+            ladder.record_phases(name, te)
+            ladder.score(f"trans_encoder bi seed {seed}", te, senteval=False)
+            ladder.score_cross(f"trans_encoder cross seed {seed}", te)
+    command = " ".join(["python -m bench.reproduce"] + [a for a in sys.argv[1:]])
+    results = write_results(ladder.scores, FLAGS.artifacts_dir, FLAGS.results_dir, command)
     print(results)
     print(f"wall time this invocation: {time.time() - began:.0f} s")
 
 
 # === Results: table, claims, plots ===
 
+# What the papers report at their own scale, beside our verdicts (Spearman x100, STS average unless said).
+PAPER_NOTES: Dict[str, str] = {}
+
+
 def _mean_std(values: List[float]) -> str:
+    """Mean ± sample standard deviation (ddof 1, as the verdicts' standard error uses)."""
     import numpy as np
 
-    return f"{np.mean(values):.2f} ± {np.std(values):.2f}" if len(values) > 1 else f"{values[0]:.2f}"
+    return f"{np.mean(values):.2f} ± {np.std(values, ddof=1):.2f}" if len(values) > 1 else f"{values[0]:.2f}"
 
 
 def _order(name: str):
-    """The ladder's order: raw, SimCSE, PAUSE and supervised-only by percentage, DeCLUTR, Trans-Encoder."""
-    rungs = ("raw", "simcse", "pause", "supervised", "declutr", "trans_encoder")
+    """The ladder's order: floors, raw, SimCSE, PAUSE and supervised-only by percentage, DeCLUTR, Trans-Encoder."""
+    rungs = ("floor", "raw", "simcse", "pause", "supervised", "declutr", "trans_encoder")
     rung = next((i for i, r in enumerate(rungs) if name.startswith(r)), len(rungs))
-    if rung in (2, 3):
+    if rungs[rung] in ("pause", "supervised"):
         pct = name.split("%")[0].split()[-1]
-        return (2, float(pct) if pct.replace(".", "", 1).isdigit() else 1e9, rung, name)
+        return (3, float(pct) if pct.replace(".", "", 1).isdigit() else 1e9, rung, name)
     return (rung, 0.0, 0, name)
 
 
@@ -263,8 +394,13 @@ def _groups(scores: Dict[str, Any]) -> Dict[str, List[Dict[str, Any]]]:
     return dict(sorted(groups.items(), key=lambda item: _order(item[0])))
 
 
+def _fixed(name: str) -> bool:
+    """Rows of untrained models: the floors and the start (no seed noise)."""
+    return name.startswith(("floor", "raw"))
+
+
 def report(scores: Dict[str, Any]) -> str:
-    """The results table (PAUSE and supervised-only rows as mean ± std over seeds)."""
+    """The results table (trained rows as mean ± sd over seeds)."""
     lines = ["| model | seeds | STS avg | STS-B dev | SentEval avg | train s |", "| --- | --- | --- | --- | --- | --- |"]
     for name, entries in _groups(scores).items():
         cells = []
@@ -274,66 +410,49 @@ def report(scores: Dict[str, Any]) -> str:
             cells.append(_mean_std(values) + note if values else "-")
         seconds = [e["train_seconds"] for e in entries if "train_seconds" in e]
         cells.append(f"{sum(seconds) / len(seconds):.0f}" if seconds else "-")
-        lines.append(f"| {name} | {len(entries)} | " + " | ".join(cells) + " |")
+        seeds = "fixed" if _fixed(name) else str(len(entries))
+        lines.append(f"| {name} | {seeds} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def _mean(groups, name: str, key: str = "sts_avg"):
-    import numpy as np
-
+def _row(groups, name: str, key: str = "sts_avg"):
     values = [e[key] for e in groups.get(name, []) if e.get(key) is not None]
-    return float(np.mean(values)) if values else None
+    return verdicts.Row(name, values, fixed=_fixed(name)) if values else None
 
 
-def _fmt(value) -> str:
-    return "not run" if value is None else f"{value:.2f}"
-
-
-def claims(scores: Dict[str, Any]) -> List[str]:
-    """Each paper claim as one line: held / did not hold / not run, with the numbers (STS avg)."""
+def claims(scores: Dict[str, Any], percentages: List[str]) -> List[verdicts.Verdict]:
+    """Each paper claim with its verdict (STS avg; rules in `bench.verdicts`)."""
     g = _groups(scores)
-    m = lambda name: _mean(g, name)  # noqa: E731
+    r = lambda name: _row(g, name)  # noqa: E731
     out = []
-
-    def line(claim: str, held, detail: str) -> None:
-        verdict = "not run" if held is None else ("HELD" if held else "DID NOT HOLD")
-        out.append(f"- {claim}: **{verdict}** ({detail})")
-
-    def seeds(name: str) -> str:
-        n = len(g.get(name, []))
-        return f"{n} seed{'s' if n != 1 else ''}"
-
-    pcts = [p for p in FLAGS.percentages if float(p) <= 30]
-    pairs = [(p, m(f"pause {p}%"), m(f"supervised {p}%")) for p in pcts]
-    done = [(p, a, b) for p, a, b in pairs if a is not None and b is not None]
-    missing = [p for p, a, b in pairs if a is None or b is None]
-    detail = "; ".join(f"{p} %: {a:.2f} vs {b:.2f} ({seeds(f'pause {p}%')})" for p, a, b in done)
-    if missing:
-        detail += f"; not run yet at {', '.join(missing)} %"
-    line("PAUSE >= supervised-only at every label percentage <= 30 %"
-         + (" (so far)" if missing and done else ""),
-         None if not done else (False if any(a < b for _, a, b in done) else (None if missing else True)), detail)
-    p5, s100 = m("pause 5%"), m("supervised 100%")
-    line("PAUSE at 5 % within 2 points of supervised at 100 %", None if p5 is None or s100 is None else
-         abs(p5 - s100) <= 2.0 or p5 > s100, f"{_fmt(p5)} vs {_fmt(s100)}")
-    raw = max([v for v in (m("raw (mean)"), m("raw (CLS)")) if v is not None], default=None)
-    un, sup, un_mean = m("simcse unsup"), m("simcse sup"), m("simcse unsup (mean pooling)")
-    mean_note = "" if un_mean is None else f"; with mean pooling {un_mean:.2f}"
-    line("SimCSE unsup far (>= 5 points) above the raw model", None if un is None or raw is None else un >= raw + 5,
-         f"{_fmt(un)} vs best raw pooling {_fmt(raw)}{mean_note}")
-    line("SimCSE sup above SimCSE unsup", None if un is None or sup is None else sup > un,
-         f"{_fmt(sup)} vs {_fmt(un)}")
-    both, con, mlm = m("declutr contrastive + MLM"), m("declutr contrastive only"), m("declutr MLM only")
-    line("DeCLUTR (contrastive + MLM) above the raw model", None if both is None or raw is None else both > raw,
-         f"{_fmt(both)} vs {_fmt(raw)}")
-    line("DeCLUTR contrastive + MLM above contrastive only and MLM only",
-         None if None in (both, con, mlm) else both > max(con, mlm),
-         f"{_fmt(both)} vs {_fmt(con)} and {_fmt(mlm)}")
-    bi, cross = m("trans_encoder bi"), m("trans_encoder cross")
-    line("Trans-Encoder bi-encoder above its SimCSE start", None if bi is None or un is None else bi > un,
-         f"{_fmt(bi)} vs {_fmt(un)}")
-    line("Trans-Encoder cross-encoder above its SimCSE start", None if cross is None or un is None else cross > un,
-         f"{_fmt(cross)} vs {_fmt(un)}")
+    family = [row for row in (r(f"{k} {p}%") for k in ("pause", "supervised") for p in percentages) if row]
+    parts = [verdicts.above(f"{p} %", r(f"pause {p}%"), r(f"supervised {p}%"), note=PAPER_NOTES.get(f"pause {p}%", ""))
+             for p in percentages if float(p) <= 30]
+    out.append(verdicts.all_of("PAUSE above supervised-only at every label percentage <= 30 %", parts))
+    out.append(verdicts.above("PAUSE at 5 % at most 2 points below supervised-only at 100 %", r("pause 5%"),
+                              r("supervised 100%"), margin=-2.0, family=family,
+                              note=PAPER_NOTES.get("pause 5% vs 100%", "")))
+    raw = max((row for row in (r("raw (mean)"), r("raw (CLS)")) if row), key=lambda row: row.mean, default=None)
+    floors = [row for row in (r("floor: random init (mean)"), r("floor: random init (CLS)"), r("floor: TF-IDF"))
+              if row]
+    best_floor = max(floors, key=lambda row: row.mean, default=None)
+    out.append(verdicts.above("The pretrained start above every floor (random init, TF-IDF)", raw, best_floor))
+    out.append(verdicts.above("SimCSE unsup at least 5 points above the raw model", r("simcse unsup"), raw, margin=5.0))
+    out.append(verdicts.above("SimCSE sup above SimCSE unsup", r("simcse sup"), r("simcse unsup")))
+    both, con, mlm = r("declutr contrastive + MLM"), r("declutr contrastive only"), r("declutr MLM only")
+    out.append(verdicts.above("DeCLUTR (contrastive + MLM) above the raw model", both, raw))
+    out.append(verdicts.all_of("DeCLUTR contrastive + MLM above contrastive only and above MLM only",
+                               [verdicts.above("vs contrastive only", both, con),
+                                verdicts.above("vs MLM only", both, mlm)]))
+    degenerate = [f"{name}: {d}" for name, e in scores.items() if isinstance(e, dict) and name.startswith("trans_encoder")
+                  for d in verdicts.degenerate_cycles(e.get("phases", []))]
+    for kind in ("bi", "cross"):
+        claim = f"Trans-Encoder {kind}-encoder above its SimCSE start"
+        verdict = verdicts.above(claim, r(f"trans_encoder {kind}"), r("simcse unsup"))
+        if degenerate and verdict.outcome != verdicts.NOT_RUN:
+            verdict = verdicts.Verdict(claim, verdicts.NOT_TESTABLE,
+                                       f"{verdict.detail}; degenerate: {'; '.join(degenerate)}")
+        out.append(verdict)
     return out
 
 
@@ -352,44 +471,66 @@ def _scalars(run_root: str, tag: str):
     return steps, values
 
 
-def plot(scores: Dict[str, Any], root: str) -> List[str]:
-    """sts_vs_labels.png (PAUSE vs supervised-only, mean ± std over seeds) and training_curves.png."""
+def plot(scores: Dict[str, Any], runs_root: str, out_dir: str, percentages: List[str]) -> List[str]:
+    """sts_vs_labels.png (PAUSE vs supervised-only), training_curves.png and pretraining.png in `out_dir`."""
     import numpy as np
 
     from common.figures import new_figure, write_png
 
     written = []
     g = _groups(scores)
-    pcts = [p for p in FLAGS.percentages if g.get(f"pause {p}%") and g.get(f"supervised {p}%")]
+    pcts = [p for p in percentages if g.get(f"pause {p}%") and g.get(f"supervised {p}%")]
     if pcts:
         fig = new_figure((6, 4), dpi=120)
         ax = fig.subplots()
         for kind, marker in (("pause", "o"), ("supervised", "s")):
             values = [[e["sts_avg"] for e in g[f"{kind} {p}%"]] for p in pcts]
-            ax.errorbar([float(p) for p in pcts], [np.mean(v) for v in values], yerr=[np.std(v) for v in values],
+            ax.errorbar([float(p) for p in pcts], [np.mean(v) for v in values],
+                        yerr=[np.std(v, ddof=1) if len(v) > 1 else 0.0 for v in values],
                         marker=marker, capsize=3, label="PAUSE" if kind == "pause" else "supervised-only")
-        for name, style in (("simcse unsup", ":"), ("raw (mean)", "--")):
+        for name, style in (("simcse unsup", ":"), ("raw (mean)", "--"), ("floor: random init (mean)", "-.")):
             if g.get(name):
-                ax.axhline(g[name][0]["sts_avg"], linestyle=style, color="grey", label=name)
+                ax.axhline(np.mean([e["sts_avg"] for e in g[name]]), linestyle=style, color="grey", label=name)
         ax.set_xscale("log")
         ax.set_xticks([float(p) for p in pcts], [f"{p}%" for p in pcts])
         ax.set_xlabel("labelled NLI pairs kept")
         ax.set_ylabel("STS avg (Spearman x100, 7 sets)")
-        ax.set_title("PAUSE vs supervised-only from the pretrained BERT-tiny")
-        ax.legend(fontsize=8)
+        ax.set_title("PAUSE vs supervised-only from the pretrained start (mean ± sd over seeds)", fontsize=9)
+        ax.legend(fontsize=7)
         fig.tight_layout()
-        path = os.path.join(root, "sts_vs_labels.png")
+        path = os.path.join(out_dir, "sts_vs_labels.png")
+        write_png(fig, path)
+        written.append(path)
+    start = scores.get("_start", {})
+    if start.get("evals"):
+        fig = new_figure((6, 3.5), dpi=120)
+        ax = fig.subplots()
+        epochs = [e["epoch"] for e in start["evals"]]
+        ax.plot(epochs, [e["loss"] for e in start["evals"]], marker=".", label="held-out masked-LM loss")
+        ax.axhline(start["unigram"]["loss"], linestyle="--", color="grey", label="unigram predictor, same masks")
+        ax.set_xlabel("epoch of the books")
+        ax.set_ylabel("cross-entropy (nats)")
+        ax2 = ax.twinx()
+        ax2.plot(epochs, [100 * e["accuracy"] for e in start["evals"]], color="tab:green", marker=".",
+                 label="held-out accuracy (%)")
+        ax2.axhline(100 * start["unigram"]["accuracy"], linestyle=":", color="tab:green")
+        ax2.set_ylabel("accuracy (%)")
+        ax.legend(fontsize=7, loc="center right")
+        ax.set_title(f"Pretraining of the start ({start.get('size')}, {start.get('device')})", fontsize=9)
+        fig.tight_layout()
+        path = os.path.join(out_dir, "pretraining.png")
         write_png(fig, path)
         written.append(path)
     curves = [("pretrain", "train/loss", "masked-LM loss"), ("pretrain", "eval/heldout_loss", "held-out masked-LM loss"),
-              ("pretrain", "eval/heldout_accuracy", "held-out masked-LM accuracy"),
-              ("simcse unsup", "train/loss", "SimCSE unsup loss"), ("simcse sup", "train/loss", "SimCSE sup loss"),
+              ("simcse unsup seed 0", "train/loss", "SimCSE unsup loss"),
+              ("simcse unsup seed 0", "eval/selection_score", "SimCSE unsup STS-B dev"),
+              ("simcse sup seed 0", "train/loss", "SimCSE sup loss"),
               ("pause 5% seed 0", "train/loss", "PAUSE 5 % loss"),
               ("supervised 5% seed 0", "train/loss", "supervised-only 5 % loss"),
-              ("declutr contrastive + MLM", "train/loss", "DeCLUTR contrastive + MLM loss")]
+              ("declutr contrastive + MLM seed 0", "train/loss", "DeCLUTR contrastive + MLM loss")]
     panels = []
     for run, tag, label in curves:
-        run_root = os.path.join(root, "runs", run)
+        run_root = os.path.join(runs_root, "runs", run)
         if os.path.isdir(run_root):
             steps, values = _scalars(run_root, tag)
             if steps:
@@ -406,7 +547,7 @@ def plot(scores: Dict[str, Any], root: str) -> List[str]:
         for ax in list(axes.flat)[len(panels):]:
             ax.axis("off")
         fig.tight_layout()
-        path = os.path.join(root, "training_curves.png")
+        path = os.path.join(out_dir, "training_curves.png")
         write_png(fig, path)
         written.append(path)
     return written
@@ -424,23 +565,77 @@ def _first_run_start(root: str):
     return min(stamps) if stamps else None
 
 
-def write_results(scores: Dict[str, Any], root: str) -> str:
-    """results.md in the artifacts root: table, claim lines, pretraining throughput, plots."""
-    lines = [report(scores), "", *claims(scores)]
-    pre = scores.get("pretrain", {})
+def _commit() -> str:
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True).stdout.strip()
+        return head + (" (with uncommitted changes)" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def _start_lines(scores: Dict[str, Any]) -> List[str]:
+    """What the start is and how far its pretraining got above the unigram plateau."""
+    start, pre = scores.get("_start"), scores.get("pretrain", {})
+    if start and start.get("evals"):
+        last, uni = start["evals"][-1], start["unigram"]
+        pilots = ", ".join(f"{p['lr']:g}: {p['heldout_loss']:.3f}" for p in start.get("pilots", []))
+        return [f"Start: `{os.path.basename(start['path'])}`, a {start['size']} pretrained with Hugging Face "
+                f"`transformers`' BertForMaskedLM (`bench/hf_pretrain.py`, {start.get('transformers')}) on "
+                f"{start['device']}: {start['epochs']:.0f} epochs of the Gutenberg books ({start['training_tokens']:,} "
+                f"tokens in {start['training_windows']:,} windows of {start['window']}; "
+                f"{len(start.get('heldout_titles') or [])} whole books held out), batch {start['batch_size']}, "
+                f"{start['precision']}, dropout {start['pretraining_dropout']:g} while pretraining "
+                f"({start['saved_dropout']:g} in the saved config for the rungs), peak learning rate "
+                f"{start['chosen_lr']:g}" + (f" chosen by held-out loss after short pilots ({pilots})" if pilots else "")
+                + f"; {start['seconds']:.0f} s at {start['tokens_per_second']:,.0f} tokens/s.",
+                f"Held-out masked-LM loss {last['loss']:.3f} and accuracy {100 * last['accuracy']:.1f} %; the "
+                f"unigram-frequency predictor on the same {uni['masked_tokens']:,} masked tokens: loss "
+                f"{uni['loss']:.3f}, accuracy {100 * uni['accuracy']:.1f} %."]
     if "train_seconds" in pre:
-        s = pre["settings"]
+        s, metrics = pre["settings"], pre.get("metrics", {})
         tokens = s["batch_size"] * s["train_epochs"] * s["train_steps_per_epoch"] * 128
-        metrics = pre.get("metrics", {})
         seconds = metrics.get("seconds", pre["train_seconds"])
-        lines += ["", f"Pretraining: {s['train_epochs'] * s['train_steps_per_epoch']} steps of {s['batch_size']} "
-                      f"windows of 128 tokens ({tokens / 1e6:.2f} M tokens) in {seconds:.0f} s of training "
-                      f"({tokens / seconds:.0f} tokens/s); last training loss {metrics.get('loss', float('nan')):.3f}, "
-                      f"held-out masked-LM loss {metrics.get('heldout_loss', float('nan')):.3f} and accuracy "
-                      f"{100 * metrics.get('heldout_accuracy', float('nan')):.1f} %."]
-    first = _first_run_start(root)
+        return [f"Start: pretrained here with `--method=mlm`: {s['train_epochs'] * s['train_steps_per_epoch']} steps "
+                f"of {s['batch_size']} windows of 128 tokens ({tokens / 1e6:.2f} M tokens) in {seconds:.0f} s "
+                f"({tokens / seconds:.0f} tokens/s); held-out masked-LM loss "
+                f"{metrics.get('heldout_loss', float('nan')):.3f}, accuracy "
+                f"{100 * metrics.get('heldout_accuracy', float('nan')):.1f} %; unigram predictor on the same masks: "
+                f"loss {metrics.get('unigram_heldout_loss', float('nan')):.3f}, accuracy "
+                f"{100 * metrics.get('unigram_heldout_accuracy', float('nan')):.1f} %."]
+    return []
+
+
+def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, command: str) -> str:
+    """The results page (`results_dir`/README.md), its plots and results.json; returns the page's text."""
+    os.makedirs(results_dir, exist_ok=True)
+    found = claims(scores, FLAGS.percentages)
+    lines = ["# Reproduction ladder: results", "",
+             "Written by `bench/reproduce.py` at the end of each invocation; do not edit by hand.", "",
+             f"- Command: `{command}`", f"- Commit: {_commit()}", f"- Machine: {_machine()}",
+             f"- Written: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", ""]
+    lines += _start_lines(scores) + [""]
+    lines += ["Scores: Spearman x100 of cosine similarity; STS avg over STS12-16, STS-B test and SICK-R test; "
+              "every model scored on untruncated sentences. Trained rows: mean ± sample sd over seeds. Settings "
+              "were chosen on STS-B dev and held-out masked-LM loss only.", "", report(scores), "",
+              "## Claims", "", verdicts.RULES, "", *[v.line() for v in found], ""]
+    first = _first_run_start(runs_root)
     meta = scores.get("_meta", {})
     trained = sum(e.get("train_seconds", 0.0) for k, e in scores.items() if isinstance(e, dict) and k != "_meta")
+    lines.append("## Time")
+    lines.append("")
     if trained:
         lines.append(f"Training time of all runs (each with its end-of-run evaluation; a resumed run counts its "
                      f"last piece): {trained:.0f} s.")
@@ -451,16 +646,22 @@ def write_results(scores: Dict[str, Any], root: str) -> str:
     if busy:
         invocations = meta["invocations"].values()
         lines.append(f"Ladder busy time: {busy:.0f} s, the union of the wall-clock intervals of its "
-                     f"{len(invocations)} invocation(s) (each from its start to its last saved result); highest "
-                     f"1-minute load average seen at a save (the ladder's own threads included): "
-                     f"{max(i['max_load1'] for i in invocations):.2f}"
+                     f"{len(invocations)} invocation(s); highest 1-minute load average seen at a save (the ladder's "
+                     f"own threads included): {max(i['max_load1'] for i in invocations):.2f}"
                      + ("" if not all("other_cores" in i for i in invocations) else
                         f"; CPU used by other processes, averaged over each invocation: at most "
                         f"{max(i['other_cores'] for i in invocations):.2f} cores") + ".")
-    lines += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in plot(scores, root)]
-    text = "\n".join(lines)
-    with open(os.path.join(root, "results.md"), "w") as f:
-        f.write(text + "\n")
+    lines.append("")
+    lines += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in plot(scores, runs_root, results_dir,
+                                                                                FLAGS.percentages)]
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(results_dir, "README.md"), "w") as f:
+        f.write(text)
+    compact = {k: ({kk: vv for kk, vv in v.items() if kk not in ("sts", "senteval")} if isinstance(v, dict) else v)
+               for k, v in scores.items()}
+    with open(os.path.join(results_dir, "results.json"), "w") as f:
+        json.dump({"claims": [dict(claim=v.claim, outcome=v.outcome, detail=v.detail) for v in found],
+                   "scores": compact}, f, indent=1)
     return text
 
 

@@ -35,3 +35,39 @@ def test_a_save_records_the_invocation_and_its_other_processes_cpu(tmp_path):
     (record,) = saved["_meta"]["invocations"].values()
     assert record["seconds"] >= 0 and record["max_load1"] >= 0
     assert record["other_cores"] >= 0.0  # Linux: /proc/stat is there
+
+
+def _run_child(code: str, *args: str) -> None:
+    subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, check=True, env={**os.environ, "PYTHONPATH": ROOT})
+
+
+def test_the_results_page_has_floors_rules_and_a_verdict_per_claim(tmp_path):
+    scores = {"floor: random init (mean)": {"sts_avg": 43.8, "stsb_dev": 55.6},
+              "floor: TF-IDF": {"sts_avg": 50.0, "stsb_dev": 60.0, "fixed": True},
+              "raw (mean)": {"sts_avg": 51.4, "stsb_dev": 61.5}, "raw (CLS)": {"sts_avg": 30.0, "stsb_dev": 40.0}}
+    for seed, shift in enumerate((0.0, 0.4, -0.4)):
+        scores[f"pause 5% seed {seed}"] = {"sts_avg": 60.0 + shift, "stsb_dev": 70.0, "train_seconds": 10.0}
+        scores[f"supervised 5% seed {seed}"] = {"sts_avg": 55.0 + shift, "stsb_dev": 66.0, "train_seconds": 10.0}
+        scores[f"supervised 100% seed {seed}"] = {"sts_avg": 70.0 + shift, "stsb_dev": 75.0, "train_seconds": 10.0}
+    (tmp_path / "scores.json").write_text(json.dumps(scores))
+    code = ("import json, sys; from absl import flags; from bench import reproduce; "
+            "flags.FLAGS(['x', '--percentages=5,100']); "
+            "reproduce.write_results(json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], 'python -m bench.reproduce')")
+    _run_child(code, str(tmp_path / "scores.json"), str(tmp_path), str(tmp_path / "page"))
+    page = (tmp_path / "page" / "README.md").read_text()
+    assert "Verdict rules:" in page and "`python -m bench.reproduce`" in page
+    assert "| floor: random init (mean) | fixed | 43.80 |" in page
+    assert "| pause 5% | 3 | 60.00 ± 0.40 |" in page
+    claims = {c["claim"]: c["outcome"] for c in json.load(open(tmp_path / "page" / "results.json"))["claims"]}
+    assert claims["PAUSE above supervised-only at every label percentage <= 30 %"] == "HELD"
+    assert claims["PAUSE at 5 % at most 2 points below supervised-only at 100 %"] == "DID NOT HOLD"
+    assert claims["The pretrained start above every floor (random init, TF-IDF)"] == "HELD"
+    assert claims["SimCSE sup above SimCSE unsup"] == "NOT RUN"
+    assert (tmp_path / "page" / "sts_vs_labels.png").exists()
+
+
+def test_tfidf_cosines_are_one_for_the_same_sentence_and_zero_without_shared_words():
+    code = ("from bench import reproduce; import numpy as np; "
+            "c = reproduce.tfidf_cosines(['a cat sat here', 'dogs run'], ['a cat sat here', 'the sun rose']); "
+            "assert np.allclose(c, [1.0, 0.0]), c")
+    _run_child(code)

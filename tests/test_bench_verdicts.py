@@ -1,0 +1,87 @@
+"""The verdict rules of the reproduction ladder (bench/verdicts.py) on synthetic numbers."""
+
+import math
+
+import pytest
+
+from bench import verdicts
+from bench.verdicts import HELD, NOT_HELD, NOT_RUN, NOT_TESTABLE, Row
+
+
+def seeds(name, *values):
+    return Row(name, list(values))
+
+
+def test_a_clear_difference_holds_or_does_not():
+    a, b = seeds("a", 60.0, 61.0, 62.0), seeds("b", 50.0, 51.0, 52.0)
+    assert verdicts.above("a above b", a, b).outcome == HELD
+    assert verdicts.above("b above a", b, a).outcome == NOT_HELD
+
+
+def test_a_difference_within_the_seed_standard_error_is_no_verdict():
+    a, b = seeds("a", 50.0, 52.0, 54.0), seeds("b", 50.5, 51.5, 52.5)  # d = 0.5, se = sqrt(4/3 + 1/3) = 1.29
+    v = verdicts.above("a above b", a, b)
+    assert v.outcome == NOT_TESTABLE and "within the seed se" in v.detail
+    assert "se 1.29" in v.detail
+
+
+def test_the_standard_error_uses_sample_deviations_and_fixed_rows_add_none():
+    a = seeds("a", 10.0, 12.0, 14.0)  # sd 2
+    floor = Row("floor", [11.0], fixed=True)
+    assert a.sd == pytest.approx(2.0) and floor.sd == 0.0
+    v = verdicts.above("a above floor", a, floor)  # d = 1.0, se = 2 / sqrt(3) = 1.15
+    assert v.outcome == NOT_TESTABLE
+    v = verdicts.above("a above floor", a, Row("floor", [10.5], fixed=True))  # d = 1.5 > 1.15
+    assert v.outcome == HELD
+
+
+def test_too_few_seeds_of_a_trained_row_is_not_testable():
+    v = verdicts.above("a above b", seeds("a", 70.0), Row("b", [40.0], fixed=True))
+    assert v.outcome == NOT_TESTABLE and "fewer than 3 seeds" in v.detail
+
+
+def test_a_margin_claim_whose_family_lies_inside_the_margin_is_not_testable():
+    p5, s100 = seeds("pause 5%", 40.0, 40.5, 41.0), seeds("supervised 100%", 41.0, 41.5, 42.0)
+    family = [p5, s100, seeds("supervised 1%", 40.2, 40.4, 40.6)]
+    v = verdicts.above("pause 5% at most 2 below supervised 100%", p5, s100, margin=-2.0, family=family)
+    assert v.outcome == NOT_TESTABLE and "inside the 2-point margin" in v.detail
+    wide = family + [seeds("supervised 30%", 50.0, 50.5, 51.0)]
+    assert verdicts.above("c", p5, s100, margin=-2.0, family=wide).outcome == HELD  # 1 below, within 2
+    far = seeds("pause 5%", 35.0, 35.5, 36.0)
+    assert verdicts.above("c", far, s100, margin=-2.0, family=wide + [far]).outcome == NOT_HELD
+
+
+def test_a_positive_margin_must_be_exceeded():
+    a, b = seeds("a", 54.0, 54.5, 55.0), Row("raw", [50.0], fixed=True)
+    assert verdicts.above("a 5 above raw", a, b, margin=5.0).outcome == NOT_HELD  # 4.5 < 5 by more than se
+    assert verdicts.above("a 4 above raw", a, b, margin=4.0).outcome == HELD
+
+
+def test_a_missing_row_is_not_run():
+    assert verdicts.above("a above b", None, seeds("b", 1.0, 2.0, 3.0)).outcome == NOT_RUN
+
+
+def test_all_of_holds_only_when_every_part_holds():
+    held = verdicts.Verdict("x", HELD, "")
+    failed = verdicts.Verdict("y", NOT_HELD, "")
+    noise = verdicts.Verdict("z", NOT_TESTABLE, "")
+    missing = verdicts.Verdict("w", NOT_RUN, "")
+    assert verdicts.all_of("c", [held, held]).outcome == HELD
+    assert verdicts.all_of("c", [held, noise, failed]).outcome == NOT_HELD
+    assert verdicts.all_of("c", [held, noise]).outcome == NOT_TESTABLE
+    assert verdicts.all_of("c", [held, missing]).outcome == NOT_RUN
+
+
+def test_a_cycle_whose_pseudo_labels_barely_vary_is_degenerate():
+    phases = [{"cycle": 1, "kind": "cross", "label_std": 0.20}, {"cycle": 1, "kind": "bi", "label_std": 0.027},
+              {"cycle": 2, "kind": "cross", "label_std": 0.20}, {"cycle": 2, "kind": "bi", "label_std": 0.08}]
+    found = verdicts.degenerate_cycles(phases)
+    assert len(found) == 1 and found[0].startswith("cycle 1:")
+    assert verdicts.degenerate_cycles([]) == []
+
+
+def test_row_statistics():
+    row = seeds("r", 1.0, 2.0, 3.0)
+    assert row.mean == 2.0 and row.sd == pytest.approx(1.0) and row.n == 3
+    assert row.describe() == "2.00 ± 1.00 (3 seeds)"
+    assert not math.isnan(Row("f", [5.0], fixed=True).sd)
