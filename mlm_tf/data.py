@@ -124,3 +124,28 @@ def wordpieces(tokenizer, documents: Sequence[str], chunk: int = 64) -> List[np.
         ragged = tokenizer.wordpiece_ids(tf.constant(list(documents[start:start + chunk])))
         out.extend(np.asarray(row, np.int32) for row in ragged.numpy())
     return out
+
+
+def unigram_baseline(ids: np.ndarray, mask: np.ndarray, labels: np.ndarray, weights: np.ndarray,
+                     special_ids: Sequence[int], vocab_size: int) -> dict:
+    """The unigram-frequency predictor's masked-LM loss and accuracy on given masks.
+
+    It predicts every masked token from the training tokens' frequencies (add-one smoothed,
+    special tokens excluded): the plateau a masked-LM sits on before it uses any context.
+
+    Args:
+        ids, mask: int arrays [N, T]. Training windows and their real-token mask.
+        labels, weights: arrays [M, T]. Held-out original ids and 1.0 where a token was selected.
+        special_ids: sequence of int. Never counted ([CLS], [SEP], [PAD]).
+        vocab_size: int.
+
+    Returns:
+        {"loss": mean cross-entropy (nats), "accuracy": share predicted by the most frequent token}.
+    """
+    counts = np.bincount(np.asarray(ids)[np.asarray(mask).astype(bool)], minlength=vocab_size).astype(np.float64)
+    counts[list(special_ids)] = 0.0
+    log_p = np.log((counts + 1.0) / (counts.sum() + vocab_size))
+    chosen = np.asarray(labels)[np.asarray(weights) > 0]
+    if not len(chosen):
+        raise ValueError("No masked token to score the unigram predictor on.")
+    return {"loss": float(-log_p[chosen].mean()), "accuracy": float(np.mean(chosen == np.argmax(counts)))}

@@ -18,7 +18,7 @@ from common.training import registry
 from common.training.config import TrainConfig
 from common.training.runs import encoder_config
 from mlm_tf.config import DEFAULTS, MlmOptions
-from mlm_tf.data import pack_windows, read_books, split_books, wordpieces
+from mlm_tf.data import pack_windows, read_books, split_books, unigram_baseline, wordpieces
 from mlm_tf.model import MlmModel
 
 # Held-out masks are drawn once, from this stream of the run's seed (training steps use (seed, step >= 0)).
@@ -57,6 +57,13 @@ def make_data(config: TrainConfig, model):
     heldout = _masked(tokenizer, tf.constant(held_ids[pick]), tf.constant(held_mask[pick]),
                       tf.constant([run.seed, HELDOUT_MASK_STREAM], tf.int64), options.mask_rate)
     model.validation_data = tf.data.Dataset.from_tensor_slices(heldout).batch(run.batch_size)
+    special = [tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id]
+    unigram = unigram_baseline(ids, mask, heldout["mlm_labels"].numpy(), heldout["mlm_weights"].numpy(), special,
+                               tokenizer.vocabulary_size)
+    model.unigram_floor = {"heldout_unigram_loss": unigram["loss"], "heldout_unigram_accuracy": unigram["accuracy"]}
+    info.update(model.unigram_floor)
+    logging.info("Unigram-frequency predictor on the held-out masks: loss %.4f, accuracy %.4f.", unigram["loss"],
+                 unigram["accuracy"])
 
     def generate(start_step):
         sampler = StreamSampler([np.arange(len(ids))], [1.0], run.batch_size, run.seed)

@@ -32,6 +32,14 @@ class MlmModel(MethodModel):
         super().__init__(encoder, **kwargs)
         self.mlm_head = mlm_head
 
+    # Set by the method's data: the unigram-frequency predictor's held-out loss and accuracy on the same masks.
+    unigram_floor: Dict[str, float] = {}
+
+    def validation_metrics(self) -> Dict[str, float]:
+        """The held-out loss and accuracy, with the unigram predictor's beside them (how far above the plateau)."""
+        values = super().validation_metrics()
+        return {**values, **self.unigram_floor} if values else values
+
     def published_layers(self):
         """The encoder and the MLM head (a method that continues MLM restores it)."""
         return {"encoder": self.encoder, "mlm_head": self.mlm_head}

@@ -99,6 +99,8 @@ def test_a_tiny_run_lowers_the_heldout_loss_and_its_artifact_starts_other_method
     after = run["metrics"]["heldout_loss"]
     assert after < before - 1.0, (before, after)  # from ln(30522) = 10.3 at the start
     assert run["data"]["heldout_documents"] > 0 and run["data"]["windows"] > 0
+    # The unigram predictor on the same masks is reported beside the held-out loss.
+    assert run["metrics"]["heldout_unigram_loss"] == run["data"]["heldout_unigram_loss"] > 0
     # --model=<ID> starts SimCSE from the pretrained encoder ...
     simcse = registry.build_config("simcse", {
         "model": run["run_id"], "train_data": (docs,), "data_path": str(tmp_path / "data"), "batch_size": 4,
@@ -116,3 +118,19 @@ def test_a_tiny_run_lowers_the_heldout_loss_and_its_artifact_starts_other_method
     saved = saved_weights(run["model_dir"])
     bias = [v for name, v in saved.items() if name.startswith("model/mlm_head/bias")]
     np.testing.assert_array_equal(declutr.mlm_head.bias.numpy(), bias[0])
+
+
+def test_the_unigram_predictor_scores_the_masked_tokens_by_training_frequencies():
+    from mlm_tf.data import unigram_baseline
+
+    # Vocabulary of 6; ids 0-2 special. Training tokens: 3 x3, 4 x1 (plus specials, never counted).
+    ids = np.array([[1, 3, 3, 4, 2, 0], [1, 3, 2, 0, 0, 0]])
+    mask = np.array([[1, 1, 1, 1, 1, 0], [1, 1, 1, 0, 0, 0]])
+    labels = np.array([[1, 3, 4, 5, 2, 0]])
+    weights = np.array([[0.0, 1.0, 1.0, 1.0, 0.0, 0.0]])  # 3, 4 and 5 were masked
+    got = unigram_baseline(ids, mask, labels, weights, special_ids=[0, 1, 2], vocab_size=6)
+    p = np.array([1, 1, 1, 4, 2, 1]) / 10.0  # add-one over 4 training tokens and 6 entries
+    assert got["loss"] == pytest.approx(-np.mean(np.log(p[[3, 4, 5]])))
+    assert got["accuracy"] == pytest.approx(1 / 3)  # only the 3 is the most frequent token
+    with pytest.raises(ValueError, match="No masked token"):
+        unigram_baseline(ids, mask, labels, np.zeros_like(weights), [0, 1, 2], 6)
