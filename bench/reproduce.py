@@ -31,9 +31,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
-import subprocess
-import sys
 import time
 from typing import Any, Dict, List
 
@@ -41,7 +38,7 @@ from absl import app, flags, logging
 
 from common import cli
 
-from bench import verdicts
+from bench import pages, verdicts
 from bench.machine import busy_seconds, machine_busy_ticks, other_cores, process_ticks
 
 flags.DEFINE_string("data_path", "data", "Data root (downstream/, documents/gutenberg/).")
@@ -357,8 +354,7 @@ def main(argv):
             ladder.record_phases(name, te)
             ladder.score(f"trans_encoder bi seed {seed}", te, senteval=False)
             ladder.score_cross(f"trans_encoder cross seed {seed}", te)
-    command = " ".join(["python -m bench.reproduce"] + [a for a in sys.argv[1:]])
-    results = write_results(ladder.scores, FLAGS.artifacts_dir, FLAGS.results_dir, command)
+    results = write_results(ladder.scores, FLAGS.artifacts_dir, FLAGS.results_dir, pages.command("bench.reproduce"))
     print(results)
     print(f"wall time this invocation: {time.time() - began:.0f} s")
 
@@ -565,27 +561,6 @@ def _first_run_start(root: str):
     return min(stamps) if stamps else None
 
 
-def _commit() -> str:
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True).stdout.strip()
-        return head + (" (with uncommitted changes)" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def _machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
-
-
 def _start_lines(scores: Dict[str, Any]) -> List[str]:
     """What the start is and how far its pretraining got above the unigram plateau."""
     start, pre = scores.get("_start"), scores.get("pretrain", {})
@@ -620,12 +595,8 @@ def _start_lines(scores: Dict[str, Any]) -> List[str]:
 
 def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, command: str) -> str:
     """The results page (`results_dir`/README.md), its plots and results.json; returns the page's text."""
-    os.makedirs(results_dir, exist_ok=True)
     found = claims(scores, FLAGS.percentages)
-    lines = ["# Reproduction ladder: results", "",
-             "Written by `bench/reproduce.py` at the end of each invocation; do not edit by hand.", "",
-             f"- Command: `{command}`", f"- Commit: {_commit()}", f"- Machine: {_machine()}",
-             f"- Written: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", ""]
+    lines = pages.header("Reproduction ladder: results", "bench.reproduce", command)
     lines += _start_lines(scores) + [""]
     lines += ["Scores: Spearman x100 of cosine similarity; STS avg over STS12-16, STS-B test and SICK-R test; "
               "every model scored on untruncated sentences. Trained rows: mean ± sample sd over seeds. Settings "
@@ -652,17 +623,13 @@ def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, comm
                         f"; CPU used by other processes, averaged over each invocation: at most "
                         f"{max(i['other_cores'] for i in invocations):.2f} cores") + ".")
     lines.append("")
+    os.makedirs(results_dir, exist_ok=True)
     lines += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in plot(scores, runs_root, results_dir,
                                                                                 FLAGS.percentages)]
-    text = "\n".join(lines) + "\n"
-    with open(os.path.join(results_dir, "README.md"), "w") as f:
-        f.write(text)
     compact = {k: ({kk: vv for kk, vv in v.items() if kk not in ("sts", "senteval")} if isinstance(v, dict) else v)
                for k, v in scores.items()}
-    with open(os.path.join(results_dir, "results.json"), "w") as f:
-        json.dump({"claims": [dict(claim=v.claim, outcome=v.outcome, detail=v.detail) for v in found],
-                   "scores": compact}, f, indent=1)
-    return text
+    return pages.write(results_dir, lines, {"claims": [dict(claim=v.claim, outcome=v.outcome, detail=v.detail)
+                                                       for v in found], "scores": compact})
 
 
 if __name__ == "__main__":
