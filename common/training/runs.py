@@ -261,20 +261,21 @@ def train_single_model(ctx: RunContext, prepared=None) -> RunOutcome:
     logging.info("Training data: %s", data_info)
     embed_fn = model.encoder.embedding_function()
 
-    def on_epoch_end(epoch: int, step: int):
-        if not config.run.eval_each_epoch:
-            return {}
+    run = config.run
+
+    def evaluate(step: int) -> Dict[str, float]:
         scores = model.validation_metrics()  # every worker: it is collective
         if chief and evaluator is not None:
             scores.update(evaluator(embed_fn))
         if scores:
-            logging.info("epoch %d (step %d): %s", epoch, step, " ".join(f"{k}={v:.4g}" for k, v in scores.items()))
+            logging.info("step %d (epoch %.4g): %s", step, step / run.train_steps_per_epoch,
+                         " ".join(f"{k}={v:.4g}" for k, v in scores.items()))
         return scores
 
-    run = config.run
     loop = LoopConfig(total_steps=run.total_steps, steps_per_epoch=run.train_steps_per_epoch,
-                      checkpoint_every=run.checkpoint_every, log_every=run.log_every)
-    metrics = run_training(model, make_dataset, ctx.strategy, loop, ctx.paths, chief, on_epoch_end, ctx.after_step)
+                      checkpoint_every=run.checkpoint_every, log_every=run.log_every,
+                      evaluate_epoch_ends=run.eval_each_epoch)
+    metrics = run_training(model, make_dataset, ctx.strategy, loop, ctx.paths, chief, evaluate, ctx.after_step)
 
     def write_models(tmp: str) -> None:
         export_encoder(model.encoder, artifacts.join(tmp, "embedding"))
