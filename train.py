@@ -45,6 +45,11 @@ def main(argv):
     print(f"weights fingerprint: {result['weights_fingerprint']}")
     metrics = result["metrics"]
     print("final: " + " ".join(f"{k}={v:.4g}" for k, v in metrics.items() if isinstance(v, float)))
+    selection = result["selection"]
+    if selection:
+        chosen = (f"the weights of step {selection['step']}, {selection['metric']}={selection['score']:.4g}"
+                  if selection["step"] is not None else f"the last weights (no finite {selection['metric']})")
+        print(f"published: {chosen}; last step {selection['last_step']}: {selection['last_score']}")
     if result["model_dir"]:
         print(f"model: {result['model_dir']}")
         # A run ID names <artifacts_dir>/model/<ID>; a model written elsewhere (--model_dir) is named by its path.

@@ -71,3 +71,12 @@ class TransEncoderOptions:
             raise ValueError(f"--cross_warmup_fraction must be < 1; got {self.cross_warmup_fraction}.")
         if self.mutual_cross_init and not self.mutual_init:
             raise ValueError("--mutual_cross_init needs --mutual_init (the second bi-encoder).")
+        # A run is many phases, each selecting its own weights; the run-level selection of the
+        # single-model methods has no meaning here, and its flags are refused rather than ignored.
+        run = config.run
+        given = [flag for flag, value in (("--eval_every", run.eval_every), ("--publish_best", run.publish_best),
+                                          ("--best_metric", run.best_metric)) if value]
+        if given:
+            raise ValueError(f"--method=trans_encoder does not use {', '.join(given)}: it evaluates and selects "
+                             "within each phase (--evaluation_steps=<steps>, --best_in_phase, on by default) and "
+                             "publishes the cycle with the best STS-B dev.")

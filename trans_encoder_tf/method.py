@@ -34,7 +34,7 @@ from common.models.encoder import EncoderConfig, SentenceEncoder, build_encoder
 from common.models.export import export_cross_encoder, export_encoder
 from common.training import registry
 from common.training.config import OptimizerSection, TrainConfig
-from common.training.loop import LoopConfig, weights_fingerprint
+from common.training.loop import LoopConfig, Selection, weights_fingerprint
 from common.training.phases import PhaseRunner
 from common.training.runs import RunContext, RunOutcome, pretrained_weights_prefix, seeded, write_weights
 from common.training.schedules import make_optimizer
@@ -141,6 +141,18 @@ def phase_loop(config: TrainConfig, kind: str, n_pairs: int) -> LoopConfig:
         steps = min(steps, run.train_steps_per_epoch)
     return LoopConfig(total_steps=epochs * steps, steps_per_epoch=steps, checkpoint_every=run.checkpoint_every,
                       log_every=run.log_every, evaluate_every=options.evaluation_steps)
+
+
+def phase_evaluation(config: TrainConfig, ctx: RunContext, loop: LoopConfig, model, kind: str):
+    """(loop, evaluate, selection) of a phase: with `best_in_phase` and an evaluator, STS-B dev
+    every `evaluation_steps` steps and at epoch ends selects the phase's weights; otherwise the
+    epoch ends are scored when `eval_each_epoch` (the last step once the phase ends)."""
+    if config.options.best_in_phase and ctx.evaluator is not None:
+        # Every worker scores (deterministically), and run_training hands all the chief's score.
+        return loop, lambda step: _evaluate(ctx.evaluator, model, kind)[0], Selection(DEV_KEY)
+    evaluator = ctx.evaluator if ctx.chief else None
+    loop = dataclasses.replace(loop, evaluate_every=0, evaluate_epoch_ends=config.run.eval_each_epoch)
+    return loop, lambda step: _evaluate(evaluator, model, kind)[0] if step < loop.total_steps else {}, None
 
 
 def phase_dataset(config: TrainConfig, model, kind: str, sentences1, sentences2, labels, seed: int):
@@ -289,19 +301,7 @@ def driver(ctx: RunContext) -> RunOutcome:
                     runner.restore(phase_name(cycle - 1, kind, m), model.weights_checkpoint())
                 make_dataset = phase_dataset(config, model, kind, s1, s2, labels, config.run.seed + index)
 
-                select = None
-                if config.options.best_in_phase and ctx.evaluator is not None:
-                    # Every worker scores (deterministically), so all keep the same weights.
-                    def select(step, model=model, kind=kind):
-                        return _evaluate(ctx.evaluator, model, kind)[0].get(DEV_KEY)
-
-                def on_epoch_end(epoch, step, model=model, kind=kind, loop=loop, select=select):
-                    # With selection the epoch ends are already scored (eval/selection_score).
-                    if config.run.eval_each_epoch and step < loop.total_steps and select is None:
-                        return _evaluate(evaluator, model, kind)[0]
-                    return {}
-
-                metrics = runner.train(name, model, make_dataset, loop, on_epoch_end, select)
+                metrics = runner.train(name, model, make_dataset, *phase_evaluation(config, ctx, loop, model, kind))
                 scores, predictions = _evaluate(evaluator, model, kind)
                 if predictions is not None:
                     runner.save_array(name, "dev_predictions", predictions)

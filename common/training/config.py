@@ -84,6 +84,22 @@ class RunSection:
     checkpoint_every: int = option(500, "Steps between checkpoints.", lower_bound=1)
     log_every: int = option(50, "Steps between log lines and TensorBoard scalars.", lower_bound=1)
     eval_each_epoch: bool = option(True, "Run the evaluator (STS-B dev Spearman) at the end of each epoch.")
+    eval_every: int = option(0, "Also evaluate every this many steps (the official SimCSE: 125): the run's evaluator "
+                                "(train.py's: STS-B dev Spearman x100, stsb_dev_spearman) and a method's held-out "
+                                "scores (mlm: heldout_loss, heldout_accuracy), logged as eval/<metric>. 0: at epoch "
+                                "ends only (--eval_each_epoch). A resumed run may change it. Trans-Encoder: "
+                                "--evaluation_steps.", lower_bound=0)
+    publish_best: bool = option(False, "Publish the weights of the evaluation that scored best on --best_metric "
+                                       "(as the official SimCSE keeps its best STS-B dev checkpoint) instead of the "
+                                       "last step's; the last step is evaluated too, and config.json's selection "
+                                       "records the chosen step and score and the last step's score. Needs "
+                                       "evaluations (--eval_every or --eval_each_epoch) and, for "
+                                       "stsb_dev_spearman, STS-B dev under --data_path. Fixed for the run's "
+                                       "life (--resume keeps it). Trans-Encoder: --best_in_phase.")
+    best_metric: str = option("", "What --publish_best selects on: stsb_dev_spearman (STS-B dev Spearman x100 of "
+                                  "train.py's evaluator; higher is better), heldout_loss (lower is better) or "
+                                  "heldout_accuracy (methods with held-out data: mlm). Default: heldout_loss for a "
+                                  "method with held-out data, else stsb_dev_spearman.")
 
     @property
     def total_steps(self) -> int:
@@ -121,6 +137,15 @@ class OptimizerSection:
 
     def warmup_steps(self, total_steps: int) -> int:
         return int(self.warmup_fraction * total_steps)
+
+
+# What --best_metric may name, and whether higher is better: the STS-B dev score of the evaluator train.py
+# passes (common.evaluation.StsbDevEvaluator), and the held-out scores of a method with held-out data
+# (`MethodModel.validation_metrics`: "heldout_" + its metric).
+STSB_DEV_METRIC = "stsb_dev_spearman"
+HELDOUT_PREFIX = "heldout_"
+BEST_METRICS: Dict[str, bool] = {STSB_DEV_METRIC: True, HELDOUT_PREFIX + "loss": False,
+                                 HELDOUT_PREFIX + "accuracy": True}
 
 
 SECTIONS: Dict[str, type] = {"run": RunSection, "encoder": EncoderSection, "optimizer": OptimizerSection}
@@ -164,6 +189,16 @@ class TrainConfig:
         if self.encoder.dropout is not None and not self.encoder.dropout < 1:
             raise ValueError(f"--dropout must be in [0, 1); got {self.encoder.dropout}.")
         check_precision(self.encoder.precision)
+        run = self.run
+        if run.best_metric and run.best_metric not in BEST_METRICS:
+            raise ValueError(f"--best_metric must be one of {', '.join(BEST_METRICS)}; got {run.best_metric!r}.")
+        if run.best_metric and not run.publish_best:
+            raise ValueError(f"--best_metric={run.best_metric} chooses what --publish_best publishes; give "
+                             "--publish_best too, or leave --best_metric out.")
+        if run.publish_best and not (run.eval_every or run.eval_each_epoch):
+            raise ValueError("--publish_best chooses among the run's evaluations, and --noeval_each_epoch with "
+                             "--eval_every=0 leaves only the last step; give --eval_every=<steps> or "
+                             "--eval_each_epoch.")
         check = getattr(self.options, "validate", None)
         if check is not None:
             check(self)

@@ -2,8 +2,9 @@
 
 `common.training.loop.run_training` writes `train/<metric>` every `log_every`
 steps (the loss and its terms, `learning_rate`, PAUSE's `pu_weight`, ...) and
-`eval/<metric>` at each epoch end (STS-B dev Spearman from the evaluator,
-masked-LM's held-out scores) into the run's log directory. `read_scalars` reads
+`eval/<metric>` at each evaluation (epoch ends, every `--eval_every` steps:
+STS-B dev Spearman from the evaluator, masked-LM's held-out scores) into the
+run's log directory. `read_scalars` reads
 them back from the event files exactly as recorded (float32, as TensorBoard
 stores them); `plot_training_curves` draws them against the step; the run writes
 the picture into its artifact (`training_curves.png`, see
@@ -125,7 +126,7 @@ def series(scalars: Dict[str, Dict[str, Series]], tag: str) -> Series:
 
 # === Drawing ===
 
-_NO_EVAL = "no per-epoch evaluation recorded\n(--eval_each_epoch off, or no STS-B dev data)"
+_NO_EVAL = "no evaluation recorded\n(--noeval_each_epoch and no --eval_every,\nor no STS-B dev data)"
 _TITLES = {"stsb_dev_spearman": "STS-B dev Spearman x100", "heldout_loss": "held-out loss",
            "heldout_accuracy": "held-out accuracy", "labelled_fraction": "labelled fraction"}
 
@@ -158,7 +159,7 @@ def plot_training_curves(scalars: Dict[str, Dict[str, Series]], title: str) -> O
     """The training curves as PNG bytes, or None when the run recorded no scalars.
 
     Panels: the loss and its terms; the learning rate (with PAUSE's PU weight on a
-    second axis); each per-epoch evaluation (STS-B dev Spearman, held-out scores),
+    second axis); each evaluation metric (STS-B dev Spearman, held-out scores),
     or a note that none was recorded; other training scalars (accuracy, labelled
     fraction of the batch) when the method logs them.
 
@@ -176,7 +177,7 @@ def plot_training_curves(scalars: Dict[str, Dict[str, Series]], title: str) -> O
     evals = sorted({tag.partition("/")[2] for tags in scalars.values() for tag in tags if tag.startswith("eval/")})
     for name in evals or [None]:
         lines = [] if name is None else _lines(scalars, "eval", lambda n, name=name: n == name)
-        panels.append((f"{_TITLES.get(name, name)} (each epoch)" if name else "evaluation", lines, True))
+        panels.append((f"{_TITLES.get(name, name)} (evaluations)" if name else "evaluation", lines, True))
     others = _lines(scalars, "train", lambda n: n in FRACTION_TAGS)
     if others:
         names = sorted({label.rpartition(": ")[2] for label, _ in others})
@@ -189,7 +190,7 @@ def plot_training_curves(scalars: Dict[str, Dict[str, Series]], title: str) -> O
     for ax, (name, lines, marker) in zip(axes, panels):
         if name == "evaluation":
             ax.text(0.5, 0.5, _NO_EVAL, ha="center", va="center", fontsize=8, transform=ax.transAxes)
-            ax.set_title("per-epoch evaluation", fontsize=9)
+            ax.set_title("evaluation", fontsize=9)
             ax.set_xticks([])
             ax.set_yticks([])
             continue

@@ -62,3 +62,28 @@ def replica_sum(x: tf.Tensor) -> tf.Tensor:
     if ctx is None or ctx.num_replicas_in_sync == 1:
         return x
     return ctx.all_reduce(tf.distribute.ReduceOp.SUM, x)
+
+
+def chief_score(strategy: tf.distribute.Strategy, score: Optional[float], chief: bool) -> Optional[float]:
+    """The chief's `score` (None: it has none), on every worker.
+
+    Under MultiWorkerMirroredStrategy the workers are separate processes and only
+    the chief evaluates (a non-chief may lack the evaluator or its data), yet all
+    must choose the same weights; one all-reduce hands every worker the chief's
+    score, exactly: the chief's first replica adds (score, 1), every other replica
+    (0, 0). Every worker must call this at the same steps. Any other strategy runs
+    in one process, whose score is returned as it is.
+    """
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return score
+    known = chief and score is not None
+    mine = [float(score) if known else 0.0, 1.0 if known else 0.0]
+    calls = []
+
+    def contribution(context):
+        calls.append(context)  # called once per local replica, in order
+        return tf.constant(mine if len(calls) == 1 else [0.0, 0.0], tf.float64)
+
+    values = strategy.experimental_distribute_values_from_function(contribution)
+    total, count = strategy.reduce(tf.distribute.ReduceOp.SUM, values, axis=None).numpy()
+    return float(total) if count else None

@@ -7,6 +7,11 @@ stream where it stopped (the dataset is rebuilt and fast-forwarded to the
 restored step); checkpoint every N steps; write TensorBoard scalars; and stop on
 a non-finite loss while keeping the last good checkpoint.
 
+An `evaluate` function is called every `LoopConfig.evaluate_every` steps and at
+epoch ends; its metrics go to TensorBoard (`eval/<metric>`), and with a
+`Selection` the run ends with the weights of its best-scored evaluation
+(`BestWeights`), exactly across a kill and resume.
+
 The chief shows a progress bar (steps, loss, rate, time left) when stderr is a
 terminal, and logs the same every `log_every` steps. Training time adds up over
 the pieces of a resumed run: `progress.json` beside the checkpoints records the
@@ -22,7 +27,7 @@ import math
 import os
 import time
 import uuid
-from typing import Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 import keras
 import numpy as np
@@ -30,6 +35,7 @@ import tensorflow as tf
 from absl import logging
 
 from common import artifacts
+from common.training.distribute import chief_score
 
 
 class NonFiniteLossError(RuntimeError):
@@ -46,10 +52,9 @@ class LoopConfig:
         checkpoint_every: int. Steps between checkpoints. Defaults to 500.
         log_every: int. Steps between TensorBoard/log lines. Defaults to 50.
         max_checkpoints: int. Checkpoints kept. Defaults to 2.
-        evaluate_every: int. With a `select` function given to `run_training`:
-            steps between two scorings of the model (each epoch's end is scored
-            too), the best-scored weights being what the run ends with; 0
-            scores only at epoch ends. Defaults to 0.
+        evaluate_every: int. Steps between two calls of `run_training`'s
+            `evaluate`; 0: none but those below. Defaults to 0.
+        evaluate_epoch_ends: bool. Evaluate at each epoch's end too. Defaults to True.
     """
 
     total_steps: int
@@ -58,6 +63,32 @@ class LoopConfig:
     log_every: int = 50
     max_checkpoints: int = 2
     evaluate_every: int = 0
+    evaluate_epoch_ends: bool = True
+
+    def evaluates_at(self, step: int, selecting: bool) -> bool:
+        """Whether `step` is evaluated; with a selection the last step always is (its score is reported)."""
+        return bool((self.evaluate_every and step % self.evaluate_every == 0)
+                    or (self.evaluate_epoch_ends and step % self.steps_per_epoch == 0)
+                    or (selecting and step == self.total_steps))
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """Which evaluation metric chooses the weights a run ends with (Keras'
+    `ModelCheckpoint(monitor=, mode=, save_best_only=True)`).
+
+    Attributes:
+        metric: str. A key of the metrics `run_training`'s `evaluate` returns.
+        higher_is_better: bool. False for a loss. Defaults to True.
+        missing: str or None. None: an evaluation without the metric is no
+            candidate (a run never scored ends with its last weights). A string:
+            such an evaluation is a ValueError on every worker, whose message ends
+            with this string. Defaults to None.
+    """
+
+    metric: str
+    higher_is_better: bool = True
+    missing: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,44 +184,90 @@ def _learning_rate(optimizer) -> float:
 class BestWeights:
     """The best-scored weights of a run so far: in memory on every worker, on disk on the chief.
 
-    The chief writes them to `<checkpoint_dir>/best/` (`weights` and `best.json`
-    with the step and the score) before the step's own checkpoint, so a run
-    killed anywhere resumes knowing its best so far: a kill between the two
-    redoes the step, reaches the same weights (exact resume) and scores them the
-    same, which is no improvement. Every worker scores the model itself (the
-    scores are deterministic), so all make the same choices.
+    The chief writes them to `<checkpoint_dir>/best/` before the step's own
+    checkpoint: the weights (`weights-<step>`), then `best.json`, which names
+    them and records the best step, its score and evaluation metrics, and the
+    last evaluated step and its score; only then are older weights deleted. So a
+    run killed anywhere resumes knowing its best so far: a kill before
+    `best.json` is rewritten leaves the previous record and its weights intact,
+    and the resumed run redoes the step, reaches the same weights (exact resume)
+    and scores them the same. Every worker is offered the same scores (the
+    chief's, see `common.training.distribute.chief_score`), so all make the same
+    choices.
+
+    Args:
+        model: keras.Model. Whose `weights` are kept.
+        checkpoint_dir: str. The run's checkpoint directory.
+        chief: bool. Whether this task writes `best/`.
+        higher_is_better: bool. False: the lowest score is the best. Defaults to True.
     """
 
     SUBDIR = "best"
+    RECORD = "best.json"
 
-    def __init__(self, model: keras.Model, checkpoint_dir: str, chief: bool):
-        self.model, self.chief = model, chief
+    def __init__(self, model: keras.Model, checkpoint_dir: str, chief: bool, higher_is_better: bool = True):
+        self.model, self.chief, self.higher_is_better = model, chief, higher_is_better
         self.directory = os.path.join(checkpoint_dir, self.SUBDIR)
-        self.step, self.score, self.values = None, None, None
-        record = os.path.join(self.directory, "best.json")
+        self.step, self.score, self.metrics, self.values = None, None, {}, None
+        self.last_step, self.last_score = None, None
+        record = os.path.join(self.directory, self.RECORD)
         if tf.io.gfile.exists(record):
             with tf.io.gfile.GFile(record) as f:
                 saved = json.load(f)
-            current = [v.numpy() for v in model.weights]
-            self._checkpoint().read(os.path.join(self.directory, "weights")).assert_consumed()
-            self.values = [v.numpy() for v in model.weights]
-            for v, value in zip(model.weights, current):
-                v.assign(value)
-            self.step, self.score = int(saved["step"]), float(saved["score"])
+            self.last_step, self.last_score = saved.get("last_step"), saved.get("last_score")
+            if saved.get("step") is not None:
+                current = [v.numpy() for v in model.weights]
+                # Records written before the weights were named by their step name "weights".
+                prefix = os.path.join(self.directory, saved.get("weights", "weights"))
+                self._checkpoint().read(prefix).assert_consumed()
+                self.values = [v.numpy() for v in model.weights]
+                for v, value in zip(model.weights, current):
+                    v.assign(value)
+                self.step, self.score = int(saved["step"]), float(saved["score"])
+                self.metrics = saved.get("metrics", {})
 
     def _checkpoint(self) -> tf.train.Checkpoint:
         return tf.train.Checkpoint(**{f"w{i}": v for i, v in enumerate(self.model.weights)})
 
-    def offer(self, step: int, score: Optional[float]) -> bool:
-        """Keeps the model's weights if `score` beats the best so far (ties keep the earlier)."""
-        if score is None or not math.isfinite(score) or (self.score is not None and score <= self.score):
+    def _better(self, score: Optional[float]) -> bool:
+        if score is None or not math.isfinite(score):
             return False
-        self.step, self.score = step, float(score)
-        self.values = [v.numpy() for v in self.model.weights]
+        if self.score is None:
+            return True
+        return score > self.score if self.higher_is_better else score < self.score  # ties keep the earlier
+
+    def offer(self, step: int, score: Optional[float], metrics: Optional[Dict[str, float]] = None) -> bool:
+        """Records an evaluation; keeps the model's weights if `score` beats the best so far.
+
+        Args:
+            step: int. The evaluated step.
+            score: float or None. The selection metric's value (None: not scored).
+            metrics: dict. The evaluation's metrics, reported with the best step.
+
+        Returns:
+            Whether the weights were kept (a new best).
+        """
+        improved = self._better(score)
+        self.last_step, self.last_score = step, score
+        if improved:
+            self.step, self.score = step, float(score)
+            self.metrics = {k: float(v) for k, v in (metrics or {}).items()}
+            self.values = [v.numpy() for v in self.model.weights]
         if self.chief:
-            self._checkpoint().write(os.path.join(self.directory, "weights"))
-            artifacts.write_json(os.path.join(self.directory, "best.json"), {"step": step, "score": self.score})
-        return True
+            self._write(improved)
+        return improved
+
+    def _write(self, improved: bool) -> None:
+        name = None if self.step is None else f"weights-{self.step}"
+        tf.io.gfile.makedirs(self.directory)
+        if improved:
+            self._checkpoint().write(os.path.join(self.directory, name))
+        artifacts.write_json(os.path.join(self.directory, self.RECORD), {
+            "step": self.step, "score": self.score, "metrics": self.metrics, "weights": name,
+            "last_step": self.last_step, "last_score": self.last_score})
+        for path in tf.io.gfile.glob(os.path.join(self.directory, "weights*")):
+            if name is None or not os.path.basename(path).startswith(name + "."):
+                tf.io.gfile.remove(path)  # older best weights, or those of a write a kill cut short
 
     def restore(self) -> None:
         """Puts the best weights back into the model (nothing when none was scored)."""
@@ -198,12 +275,22 @@ class BestWeights:
             for v, value in zip(self.model.weights, self.values):
                 v.assign(value)
 
+    def report(self) -> Dict[str, Any]:
+        """The best evaluation's metrics, with `best_step`, `best_score` (when one was
+        scored), `last_step` and `last_score` (when one was evaluated)."""
+        out: Dict[str, Any] = {}
+        if self.step is not None:
+            out.update(self.metrics, best_step=self.step, best_score=self.score)
+        if self.last_step is not None:
+            out.update(last_step=self.last_step, last_score=self.last_score)
+        return out
+
 
 def run_training(model: keras.Model, make_dataset: Callable[[int], tf.data.Dataset],
                  strategy: tf.distribute.Strategy, loop: LoopConfig, paths: RunPaths, chief: bool = True,
-                 on_epoch_end: Optional[Callable[[int, int], Dict[str, float]]] = None,
+                 evaluate: Optional[Callable[[int], Dict[str, float]]] = None,
                  after_step: Optional[Callable[[int, keras.Model], None]] = None,
-                 select: Optional[Callable[[int], Optional[float]]] = None) -> Dict[str, float]:
+                 selection: Optional[Selection] = None) -> Dict[str, Any]:
     """Trains `model` for `loop.total_steps` optimizer steps, resuming if a checkpoint exists.
 
     Args:
@@ -216,24 +303,33 @@ def run_training(model: keras.Model, make_dataset: Callable[[int], tf.data.Datas
         paths: RunPaths. Checkpoints and TensorBoard logs go there.
         chief: bool. Whether this task keeps checkpoints and logs (multi-worker:
             the other workers write to temporary directories they delete).
-        on_epoch_end: callable. (epoch, step) -> metrics to log, or None.
+        evaluate: callable. step -> {metric: value}, called on every worker at the
+            steps `loop.evaluates_at` names, before the step's checkpoint; the
+            values are logged as `eval/<metric>`. It may score on the chief only
+            (collective parts, e.g. `MethodModel.validation_metrics`, on all).
         after_step: callable. (step, model) -> None, called after each step and
             its checkpoint (tests use it to interrupt a run).
-        select: callable or None. step -> score (higher is better, None for no
-            score), called every `loop.evaluate_every` steps and at each epoch's
-            end on every worker; the run then ends with the best-scored weights
-            (as sentence-transformers' `fit` with `save_best_model`, which the
-            official Trans-Encoder reloads after each phase), see `BestWeights`.
+        selection: Selection or None. The run then ends with the weights of the
+            evaluation that scored best on `selection.metric` (the chief's value,
+            shared with every worker), as sentence-transformers' `fit` with
+            `save_best_model` or the official SimCSE trainer's best checkpoint;
+            see `BestWeights`. Needs `evaluate`.
 
     Returns:
-        The last logged metrics, plus `step` and `seconds` (training time of
-        the whole run, all pieces of a resumed run together), and with `select`
-        `best_step` and `best_score`.
+        The last logged metrics and the last evaluation's (with a selection, the
+        best evaluation's, whose weights the model ends with), plus `step` and
+        `seconds` (training time of the whole run, all pieces of a resumed run
+        together), and with a selection `best_step`, `best_score`, `last_step`
+        and `last_score` (`BestWeights.report`).
 
     Raises:
         NonFiniteLossError: when the loss becomes NaN/inf (the last good
             checkpoint is kept and named in the message).
+        ValueError: an evaluation without the selection's metric, when
+            `selection.missing` says that is an error.
     """
+    if selection is not None and evaluate is None:
+        raise ValueError("run_training: a selection needs an evaluate function to score the model.")
     ckpt_dir = paths.checkpoint_dir if chief else os.path.join(
         paths.checkpoint_dir, f".worker-{uuid.uuid4().hex[:8]}")
     checkpoint = make_checkpoint(model)
@@ -248,15 +344,16 @@ def run_training(model: keras.Model, make_dataset: Callable[[int], tf.data.Datas
         start = int(model.optimizer.iterations.numpy())
         logging.info("Resumed %s from %s at step %d.", paths.run_id, latest, start)
     before = _seconds_before(paths.checkpoint_dir, start)
-    best = BestWeights(model, paths.checkpoint_dir, chief) if select is not None else None
+    best = None if selection is None else BestWeights(model, paths.checkpoint_dir, chief,
+                                                      selection.higher_is_better)
     if start >= loop.total_steps:
         logging.info("Run %s already finished (%d steps).", paths.run_id, start)
-        return {"step": start, "seconds": before, **_best_of(best)}
+        return {**_ending(best), "step": start, "seconds": before}
     model.make_train_function()
     train_fn = model.train_function
     iterator = iter(strategy.experimental_distribute_dataset(make_dataset(start)))
     writer = tf.summary.create_file_writer(paths.log_dir if chief else os.path.join(ckpt_dir, "log"))
-    began, logs, last_good = time.time(), {}, latest
+    began, logs, evaluated, last_good = time.time(), {}, {}, latest
     for metric in model.metrics:
         metric.reset_state()
     bar = _progress_bar(chief, start, loop.total_steps)
@@ -283,24 +380,17 @@ def run_training(model: keras.Model, make_dataset: Callable[[int], tf.data.Datas
                              _duration((loop.total_steps - step) / rate))
                 for metric in model.metrics:
                     metric.reset_state()
-            if best is not None and (step % loop.steps_per_epoch == 0 or step == loop.total_steps
-                                     or (loop.evaluate_every and step % loop.evaluate_every == 0)):
-                score = select(step)
-                if best.offer(step, score):
-                    logging.info("step %d: best score so far, %.4g.", step, score)
+            if evaluate is not None and loop.evaluates_at(step, selection is not None):
+                evaluated = dict(evaluate(step) or {})
                 with writer.as_default(step=step):
-                    if score is not None:
-                        tf.summary.scalar("eval/selection_score", score)
+                    for k, v in evaluated.items():
+                        tf.summary.scalar(f"eval/{k}", v)
+                if best is not None:
+                    _offer(best, selection, step, evaluated, strategy, chief, paths.run_id)
             if step % loop.checkpoint_every == 0 or step == loop.total_steps:
                 last_good = manager.save(checkpoint_number=step)
                 if chief:
                     _record_progress(paths.checkpoint_dir, step, before + time.time() - began)
-            if on_epoch_end and step % loop.steps_per_epoch == 0:
-                extra = on_epoch_end(step // loop.steps_per_epoch, step) or {}
-                with writer.as_default(step=step):
-                    for k, v in extra.items():
-                        tf.summary.scalar(f"eval/{k}", v)
-                logs.update(extra)
             if after_step:
                 after_step(step, model)
     finally:
@@ -309,13 +399,26 @@ def run_training(model: keras.Model, make_dataset: Callable[[int], tf.data.Datas
     if not chief:
         tf.io.gfile.rmtree(ckpt_dir)
     if best is not None:
-        logging.info("Run %s ends with the weights of step %s (score %s).", paths.run_id, best.step, best.score)
-    return {**logs, "step": loop.total_steps, "seconds": round(before + time.time() - began, 2), **_best_of(best)}
+        logging.info("Run %s ends with the weights of step %s (%s %s).", paths.run_id, best.step, selection.metric,
+                     best.score)
+    return {**logs, **evaluated, **_ending(best), "step": loop.total_steps,
+            "seconds": round(before + time.time() - began, 2)}
 
 
-def _best_of(best: Optional[BestWeights]) -> Dict[str, float]:
-    """Puts the best weights into the model and reports them ({} without selection or score)."""
-    if best is None or best.step is None:
+def _offer(best: BestWeights, selection: Selection, step: int, evaluated: Dict[str, float],
+           strategy: tf.distribute.Strategy, chief: bool, run_id: str) -> None:
+    """Offers one evaluation to `best`, with the chief's score on every worker."""
+    score = chief_score(strategy, evaluated.get(selection.metric), chief)
+    if score is None and selection.missing is not None:
+        raise ValueError(f"Run {run_id}: the evaluation at step {step} gave no {selection.metric} to select on "
+                         f"(it gave: {', '.join(sorted(evaluated)) or 'nothing'}). {selection.missing}")
+    if best.offer(step, score, evaluated):
+        logging.info("step %d: best %s so far, %.4g.", step, selection.metric, score)
+
+
+def _ending(best: Optional[BestWeights]) -> Dict[str, Any]:
+    """Puts the best weights into the model and reports them ({} without a selection)."""
+    if best is None:
         return {}
     best.restore()
-    return {"best_step": best.step, "best_score": best.score}
+    return best.report()

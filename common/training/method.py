@@ -29,6 +29,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from common.training.config import HELDOUT_PREFIX
 from common.training.distribute import replica_sum
 from common.training.grad_cache import cached_gradients
 from common.training.loop import rng_variables
@@ -175,7 +176,7 @@ class MethodModel(keras.Model):
         logs = {}
         for _ in range(steps):
             logs = self.test_function(iterator)
-        values = {f"heldout_{k}": float(np.asarray(v).reshape(-1)[0]) for k, v in logs.items()}
+        values = {HELDOUT_PREFIX + k: float(np.asarray(v).reshape(-1)[0]) for k, v in logs.items()}
         for metric in self.metrics:
             metric.reset_state()
         return values

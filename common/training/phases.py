@@ -28,7 +28,7 @@ import tensorflow as tf
 from absl import logging
 
 from common import artifacts
-from common.training.loop import BestWeights, LoopConfig, RunPaths, run_training
+from common.training.loop import BestWeights, LoopConfig, RunPaths, Selection, run_training
 
 PHASES_SUBDIR = "phases"
 DONE_FILE = "done.json"
@@ -85,10 +85,10 @@ class PhaseRunner:
             return np.load(io.BytesIO(f.read()), allow_pickle=False)
 
     def train(self, name: str, model: keras.Model, make_dataset: Callable[[int], tf.data.Dataset],
-              loop: LoopConfig, on_epoch_end: Optional[Callable[[int, int], Dict[str, float]]] = None,
-              select: Optional[Callable[[int], Optional[float]]] = None) -> Dict[str, float]:
+              loop: LoopConfig, evaluate: Optional[Callable[[int], Dict[str, float]]] = None,
+              selection: Optional[Selection] = None) -> Dict[str, Any]:
         """Trains (or resumes) phase `name`: `run_training` in the phase's own directories
-        (with `select`, the phase ends with its best-scored weights)."""
+        (with `selection`, the phase ends with its best-scored weights)."""
         ctx = self.context
         paths = RunPaths(ctx.paths.run_id, artifacts.join(ctx.paths.log_dir, name), self.directory(name),
                          ctx.paths.model_dir)
@@ -99,8 +99,8 @@ class PhaseRunner:
 
         logging.info("Phase %s: %d steps (run steps %d-%d).", name, loop.total_steps, offset + 1,
                      offset + loop.total_steps)
-        return run_training(model, make_dataset, ctx.strategy, loop, paths, ctx.chief, on_epoch_end,
-                            after_step if ctx.after_step is not None else None, select)
+        return run_training(model, make_dataset, ctx.strategy, loop, paths, ctx.chief, evaluate,
+                            after_step if ctx.after_step is not None else None, selection)
 
     def complete(self, name: str, weights: tf.train.Checkpoint, steps: int, record: Dict[str, Any]) -> None:
         """Marks phase `name` finished: final weights, then `done.json`, then its

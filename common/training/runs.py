@@ -4,8 +4,10 @@
 the strategy, reserve the run ID (`common.artifacts.new_run_id`) or reload the
 saved configuration of a run to resume, build the method's model (seeded),
 compile it with the shared optimizer, train through
-`common.training.loop.run_training`, call the evaluator it was given at the end
-of each epoch, and publish `<artifacts>/model/<ID>/` atomically, with the run's
+`common.training.loop.run_training`, call the evaluator it was given at each
+evaluation (epoch ends, every `--eval_every` steps), and publish
+`<artifacts>/model/<ID>/` atomically (with `--publish_best`, the weights of the
+best-scored evaluation, see `selection_of`), with the run's
 training curves (`training_curves.png`, drawn from its TensorBoard scalars by
 `common.training.curves`; see `draw_curves` for what happens when they cannot be drawn).
 
@@ -36,10 +38,10 @@ from common.data.sources import evaluation_sets_in
 from common.models.encoder import EncoderConfig
 from common.models.export import export_encoder, export_pair_model, package_versions
 from common.training import registry
-from common.training.config import TrainConfig
+from common.training.config import BEST_METRICS, HELDOUT_PREFIX, STSB_DEV_METRIC, TrainConfig
 from common.training.curves import CURVES_FILE, plot_training_curves, read_scalars
 from common.training.distribute import is_chief, make_strategy
-from common.training.loop import LoopConfig, NonFiniteLossError, RunPaths, run_training, weights_fingerprint
+from common.training.loop import LoopConfig, NonFiniteLossError, RunPaths, Selection, run_training, weights_fingerprint
 from common.training.schedules import make_optimizer
 
 RUN_CONFIG_FILE = "run_config.json"
@@ -64,9 +66,11 @@ def load_run_config(artifacts_dir: str, run_id: str) -> TrainConfig:
 
 # What a resumed run may change: the hardware and where it writes, the learning rate (e.g. lower
 # after a NaN), more epochs to extend it, and the checkpoint, log and evaluation cadence.
-# Everything else defines the run and stays as saved.
+# Everything else defines the run and stays as saved; so do --publish_best and --best_metric:
+# the best weights kept on disk (`loop.BestWeights`) are the best of every evaluation since the
+# run began, on one metric, which a run that began selecting (or changed metric) midway would not be.
 RESUME_MAY_CHANGE = ("resume", "strategy", "tpu", "artifacts_dir", "model_dir", "log_dir", "train_lr", "end_lr",
-                     "train_epochs", "checkpoint_every", "log_every", "eval_each_epoch")
+                     "train_epochs", "checkpoint_every", "log_every", "eval_each_epoch", "eval_every")
 
 
 def resume_changes(saved: TrainConfig, config: TrainConfig) -> Dict[str, Any]:
@@ -249,6 +253,62 @@ def prepare_single_model(config: TrainConfig, strategy: tf.distribute.Strategy):
     return model, make_dataset, data_info
 
 
+def heldout_metrics(model) -> Sequence[str]:
+    """The held-out scores `model.validation_metrics()` reports (none without validation data)."""
+    if model.validation_data is None:
+        return ()
+    return tuple(HELDOUT_PREFIX + name for name in model.metric_names)
+
+
+def best_metric(config: TrainConfig, model) -> str:
+    """`--best_metric`, or its default: the held-out loss of a method with held-out data, else STS-B dev."""
+    if config.run.best_metric:
+        return config.run.best_metric
+    return HELDOUT_PREFIX + "loss" if heldout_metrics(model) else STSB_DEV_METRIC
+
+
+def check_evaluation(config: TrainConfig, evaluator: Optional[Evaluator], model) -> None:
+    """Refuses evaluation settings that this single-model run cannot honour (before a run ID is reserved).
+
+    Raises:
+        ValueError: naming the flag, what it needs and what the run has.
+    """
+    run, heldout = config.run, heldout_metrics(model)
+    if run.eval_every and evaluator is None and not heldout:
+        raise ValueError(f"--eval_every={run.eval_every}: nothing to evaluate; --method={config.method} has no "
+                         "held-out data and the run was given no evaluator (train.py passes the STS-B dev one).")
+    if not run.publish_best:
+        return
+    metric = best_metric(config, model)
+    if metric.startswith(HELDOUT_PREFIX) and metric not in heldout:
+        raise ValueError(f"--best_metric={metric}: --method={config.method} reports "
+                         f"{', '.join(heldout) or 'no held-out scores'}; select on {STSB_DEV_METRIC} (the "
+                         "evaluator's score) or on a held-out score it reports.")
+    if not metric.startswith(HELDOUT_PREFIX) and evaluator is None:
+        raise ValueError(f"--publish_best selects on {metric}, which the run's evaluator computes, but the run "
+                         "was given no evaluator (train.py passes common.evaluation.StsbDevEvaluator); give one, "
+                         f"or select on a held-out score{' (' + ', '.join(heldout) + ')' if heldout else ''}.")
+
+
+def selection_of(config: TrainConfig, model) -> Optional[Selection]:
+    """What `--publish_best` selects on (None without it); a missing score is an error, never a silent last step."""
+    if not config.run.publish_best:
+        return None
+    metric = best_metric(config, model)
+    where = "" if metric.startswith(HELDOUT_PREFIX) else (
+        f"; train.py's evaluator reads STS-B dev under --data_path={config.run.data_path}")
+    return Selection(metric, BEST_METRICS[metric], missing=f"--publish_best needs it from every evaluation{where}.")
+
+
+def selection_record(selection: Selection, metrics: Dict[str, Any]) -> Dict[str, Any]:
+    """config.json's `selection`: the metric, the chosen step and score, and the last step's
+    score; the keys move out of `metrics`, which hold the best evaluation's scores."""
+    report = {key: metrics.pop(key, None) for key in ("best_step", "best_score", "last_step", "last_score")}
+    return {"metric": selection.metric, "higher_is_better": selection.higher_is_better,
+            "step": report["best_step"], "score": report["best_score"],
+            "last_step": report["last_step"], "last_score": report["last_score"]}
+
+
 def train_single_model(ctx: RunContext, prepared=None) -> RunOutcome:
     """The run of every method without its own driver: one model, `run.total_steps` steps.
 
@@ -260,21 +320,27 @@ def train_single_model(ctx: RunContext, prepared=None) -> RunOutcome:
     model, make_dataset, data_info = prepared or prepare_single_model(config, ctx.strategy)
     logging.info("Training data: %s", data_info)
     embed_fn = model.encoder.embedding_function()
+    run = config.run
 
-    def on_epoch_end(epoch: int, step: int):
-        if not config.run.eval_each_epoch:
-            return {}
+    def evaluate(step: int) -> Dict[str, float]:
         scores = model.validation_metrics()  # every worker: it is collective
-        if chief and evaluator is not None:
+        if chief and evaluator is not None:  # the chief's score is shared for a selection (run_training)
             scores.update(evaluator(embed_fn))
         if scores:
-            logging.info("epoch %d (step %d): %s", epoch, step, " ".join(f"{k}={v:.4g}" for k, v in scores.items()))
+            logging.info("step %d (epoch %.4g): %s", step, step / run.train_steps_per_epoch,
+                         " ".join(f"{k}={v:.4g}" for k, v in scores.items()))
         return scores
 
-    run = config.run
     loop = LoopConfig(total_steps=run.total_steps, steps_per_epoch=run.train_steps_per_epoch,
-                      checkpoint_every=run.checkpoint_every, log_every=run.log_every)
-    metrics = run_training(model, make_dataset, ctx.strategy, loop, ctx.paths, chief, on_epoch_end, ctx.after_step)
+                      checkpoint_every=run.checkpoint_every, log_every=run.log_every,
+                      evaluate_every=run.eval_every, evaluate_epoch_ends=run.eval_each_epoch)
+    selection = selection_of(config, model)
+    metrics = run_training(model, make_dataset, ctx.strategy, loop, ctx.paths, chief, evaluate, ctx.after_step,
+                           selection)
+    record = {"encoder": dataclasses.asdict(model.encoder.encoder_config)}
+    if selection is not None:
+        record["selection"] = selection_record(selection, metrics)
+        logging.info("Publishing the weights of step %s: %s", record["selection"]["step"], record["selection"])
 
     def write_models(tmp: str) -> None:
         export_encoder(model.encoder, artifacts.join(tmp, "embedding"))
@@ -282,8 +348,7 @@ def train_single_model(ctx: RunContext, prepared=None) -> RunOutcome:
             export_pair_model(model, artifacts.join(tmp, "siamese"), model.pair_outputs)
         write_weights(model.weights_checkpoint(), tmp)
 
-    return RunOutcome(metrics, data_info, weights_fingerprint(model), write_models,
-                      {"encoder": dataclasses.asdict(model.encoder.encoder_config)},
+    return RunOutcome(metrics, data_info, weights_fingerprint(model), write_models, record,
                       evaluation_sets_in(config.run.train_data))
 
 
@@ -298,13 +363,15 @@ def train(config: TrainConfig, evaluator: Optional[Evaluator] = None, after_step
         config: TrainConfig. With `run.resume` set, it continues that run: it
             may differ from the saved configuration only in RESUME_MAY_CHANGE.
         evaluator: callable or None. embed_fn -> {metric: value}, called on the
-            chief at the end of each epoch when `run.eval_each_epoch` is set
-            (`common.evaluation.StsbDevEvaluator` in train.py).
+            chief at each evaluation: epoch ends with `run.eval_each_epoch`, every
+            `run.eval_every` steps (`common.evaluation.StsbDevEvaluator` in
+            train.py); with `run.publish_best` its score chooses the published weights.
         after_step: callable (step, model), called after each step (tests).
 
     Returns:
         Dict with `run_id`, `model_dir` (None on non-chief workers), `metrics`,
-        `data`, `weights_fingerprint` and the resolved `config`.
+        `data`, `weights_fingerprint`, the resolved `config` and, with
+        `run.publish_best`, the `selection` that config.json records (else None).
     """
     changes: Dict[str, Any] = {}
     if config.run.resume:
@@ -318,6 +385,8 @@ def train(config: TrainConfig, evaluator: Optional[Evaluator] = None, after_step
     # For a single-model method the encoder and the data are loaded before a run ID is
     # reserved: a run that fails on its --model or its data leaves nothing behind.
     prepared = None if method.driver else prepare_single_model(config, strategy)
+    if prepared is not None:  # a driver checks its own evaluation settings
+        check_evaluation(config, evaluator, prepared[0])
     paths = _paths(config, chief)
     if chief and tf.io.gfile.exists(paths.model_dir):
         raise ValueError(
@@ -401,7 +470,8 @@ def _train_and_publish(config: TrainConfig, context: RunContext, method, prepare
             f"{e} To continue from there with a lower learning rate: {resume_command} "
             f"--train_lr={config.optimizer.train_lr / 2:g}") from None
     result = {"run_id": paths.run_id, "model_dir": None, "metrics": outcome.metrics, "data": outcome.data,
-              "weights_fingerprint": outcome.weights_fingerprint, "config": config}
+              "weights_fingerprint": outcome.weights_fingerprint, "config": config,
+              "selection": outcome.record.get("selection")}
     if paths.run_id == WORKER_RUN_ID:
         tf.io.gfile.rmtree(os.path.dirname(paths.log_dir))  # a non-chief worker's scratch directory
     if chief:

@@ -1,14 +1,18 @@
 """A run's life: failed starts leave nothing behind; user errors are one line through train.py."""
 
+import json
 import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+import tensorflow as tf
 
 from common.training import registry
 from common.training.runs import train
 from distributed_checks import ROOT
+from resume_check import Killed, saved_weights
 
 
 def test_a_run_that_fails_on_its_model_or_data_reserves_no_id(tmp_path):
@@ -123,3 +127,134 @@ def test_a_run_counts_the_training_sentences_it_truncates(tmp_path):
     assert recorded["data"]["truncated_sentences"] == 2
     log = (tmp_path / "artifacts" / "log" / result["run_id"] / "train.log").read_text()
     assert "'truncated_sentences': 2" in log  # the "Training data" line
+
+
+# === --eval_every and --publish_best: the published weights are the best-scored evaluation's ===
+
+SENTENCES = ["a man plays a guitar .", "stocks fell on monday ."]
+
+
+class ScriptedEvaluator:
+    """Stands in for STS-B dev: hands out the scores of a fixed list, one per call (no data needed);
+    a call past the list fails the test."""
+
+    name = "stsb_dev_spearman"
+
+    def __init__(self, scores):
+        self.scores, self.calls = list(scores), 0
+
+    def __call__(self, embed_fn):
+        assert self.calls < len(self.scores), f"evaluated more than the {len(self.scores)} scripted times"
+        self.calls += 1
+        return {self.name: self.scores[self.calls - 1]}
+
+
+def _selecting(tmp_path, **extra):
+    """SimCSE, 6 steps, evaluated every 2 (and at the epoch's end, step 6), publishing the best."""
+    return registry.build_config("simcse", _simcse_settings(
+        tmp_path, train_steps_per_epoch=6, eval_every=2, eval_each_epoch=True, publish_best=True, **extra))
+
+
+def _keep_steps(directory, steps, embeddings):
+    """after_step: writes the weights of `steps` under directory/<step> and keeps every step's embeddings."""
+    from common.training.runs import write_weights
+
+    def after_step(step, model):
+        embeddings[step] = model.encoder(tf.constant(SENTENCES), training=False)["embedding"].numpy()
+        if step in steps:
+            write_weights(model.weights_checkpoint(), os.path.join(directory, str(step)))
+    return after_step
+
+
+@pytest.fixture(scope="module")
+def best_of_three(tmp_path_factory):
+    """An uninterrupted run scored 50, 90, 10 at steps 2, 4, 6, and its weights at steps 4 and 6."""
+    tmp_path = tmp_path_factory.mktemp("best")
+    embeddings = {}
+    result = train(_selecting(tmp_path), evaluator=ScriptedEvaluator([50.0, 90.0, 10.0]),
+                   after_step=_keep_steps(str(tmp_path / "steps"), (4, 6), embeddings))
+    return result, tmp_path / "steps", embeddings
+
+
+def test_publish_best_publishes_the_weights_and_embeddings_of_the_best_scored_step(best_of_three):
+    from common.training.curves import read_scalars
+
+    result, steps, embeddings = best_of_three
+    published, step4, step6 = (saved_weights(d) for d in (result["model_dir"], steps / "4", steps / "6"))
+    assert published.keys() == step4.keys()
+    for key in published:
+        np.testing.assert_array_equal(published[key], step4[key], err_msg=key)
+    assert any(not np.array_equal(published[k], step6[k]) for k in published)  # the last step differs
+    served = tf.saved_model.load(os.path.join(result["model_dir"], "embedding"))(tf.constant(SENTENCES)).numpy()
+    np.testing.assert_allclose(served, embeddings[4], atol=1e-5)
+    assert not np.allclose(served, embeddings[6], atol=1e-5)
+    record = json.load(open(os.path.join(result["model_dir"], "config.json")))
+    assert record["selection"] == {"metric": "stsb_dev_spearman", "higher_is_better": True, "step": 4, "score": 90.0,
+                                   "last_step": 6, "last_score": 10.0}
+    # The run's metrics are those of the published weights; the selection has its own record.
+    assert record["metrics"]["stsb_dev_spearman"] == 90.0 and "best_step" not in record["metrics"]
+    assert record["config"]["run"]["publish_best"] and record["config"]["run"]["eval_every"] == 2
+    log_dir = os.path.join(os.path.dirname(os.path.dirname(result["model_dir"])), "log", result["run_id"])
+    stsb = read_scalars(log_dir)[""]["eval/stsb_dev_spearman"]
+    assert stsb.steps == (2, 4, 6) and stsb.values == (50.0, 90.0, 10.0)  # each evaluation, on TensorBoard
+
+
+def test_publish_best_after_a_kill_and_resume_publishes_the_same_best_weights(best_of_three, tmp_path):
+    result, steps, _ = best_of_three
+    config = _selecting(tmp_path)
+
+    def kill_at_5(step, model):
+        if step == 5:
+            raise Killed()
+
+    # Checkpoint at step 4 (after its evaluation); killed at 5: the resumed piece scores only step 6.
+    with pytest.raises(Killed):
+        train(config, evaluator=ScriptedEvaluator([50.0, 90.0]), after_step=kill_at_5)
+    run_id = os.listdir(tmp_path / "artifacts" / "ckpt")[0]
+    resumed = train(config.replace(resume=run_id), evaluator=ScriptedEvaluator([10.0]))
+    a, b = saved_weights(result["model_dir"]), saved_weights(resumed["model_dir"])
+    for key in a:
+        np.testing.assert_allclose(b[key], a[key], atol=1e-6, err_msg=key)
+    assert resumed["weights_fingerprint"] == result["weights_fingerprint"]
+    record = json.load(open(os.path.join(resumed["model_dir"], "config.json")))
+    assert (record["selection"]["step"], record["selection"]["score"], record["selection"]["last_score"]) == \
+        (4, 90.0, 10.0)
+
+
+@pytest.mark.parametrize("settings,evaluator,message", [
+    ({"publish_best": True}, None, r"--publish_best selects on stsb_dev_spearman, which the run's evaluator "
+                                   r"computes, but the run was given no evaluator"),
+    ({"publish_best": True, "eval_each_epoch": False}, ScriptedEvaluator([]),
+     r"--publish_best chooses among the run's evaluations, and --noeval_each_epoch with --eval_every=0"),
+    ({"publish_best": True, "best_metric": "heldout_loss"}, ScriptedEvaluator([]),
+     r"--best_metric=heldout_loss: --method=simcse reports no held-out scores"),
+    ({"best_metric": "stsb_dev_spearman"}, ScriptedEvaluator([]), r"chooses what --publish_best publishes"),
+    ({"publish_best": True, "best_metric": "stsb"}, ScriptedEvaluator([]), r"--best_metric must be one of"),
+    ({"eval_every": 2}, None, r"--eval_every=2: nothing to evaluate; --method=simcse has no held-out data"),
+])
+def test_evaluation_settings_a_run_cannot_honour_are_one_value_error_before_any_id(tmp_path, settings, evaluator,
+                                                                                  message):
+    config = registry.build_config("simcse", _simcse_settings(tmp_path, **{"eval_each_epoch": True, **settings}))
+    with pytest.raises(ValueError, match=message):
+        train(config, evaluator=evaluator)
+    assert not os.path.exists(tmp_path / "artifacts" / "ckpt")
+
+
+def test_publish_best_stops_at_an_evaluation_without_its_metric_rather_than_publish_the_last_step(tmp_path):
+    config = _selecting(tmp_path, data_path=str(tmp_path / "no-data"))
+    with pytest.raises(ValueError, match=r"at step 2 gave no stsb_dev_spearman to select on \(it gave: nothing\)\. "
+                                         r"--publish_best needs it from every evaluation; train.py's evaluator "
+                                         r"reads STS-B dev under --data_path=.*no-data"):
+        train(config, evaluator=lambda embed_fn: {})  # StsbDevEvaluator without STS-B dev gives {}
+    run_id = os.listdir(tmp_path / "artifacts" / "ckpt")[0]
+    assert not os.path.exists(tmp_path / "artifacts" / "model" / run_id)
+
+
+def test_a_resumed_run_may_change_when_it_evaluates_but_not_what_it_selects(tmp_path):
+    from common.training.runs import resume_changes
+
+    saved = _selecting(tmp_path)
+    assert resume_changes(saved, saved.replace(eval_every=3)) == {"eval_every": 3}
+    for change in ({"publish_best": False}, {"best_metric": "stsb_dev_spearman"}):
+        with pytest.raises(ValueError, match=f"cannot change --{next(iter(change))}"):
+            resume_changes(saved, saved.replace(**change))

@@ -134,3 +134,30 @@ def test_the_unigram_predictor_scores_the_masked_tokens_by_training_frequencies(
     assert got["accuracy"] == pytest.approx(1 / 3)  # only the 3 is the most frequent token
     with pytest.raises(ValueError, match="No masked token"):
         unigram_baseline(ids, mask, labels, np.zeros_like(weights), [0, 1, 2], 6)
+
+
+def test_publish_best_selects_the_lowest_heldout_loss_without_an_evaluator(tmp_path):
+    from common.training.curves import read_scalars
+    from common.training.runs import write_weights
+    from resume_check import saved_weights
+
+    smoke = registry.get("mlm").smoke(str(tmp_path / "data"))
+
+    def keep(step, model):
+        write_weights(model.weights_checkpoint(), str(tmp_path / "steps" / str(step)))
+
+    run = train(registry.build_config("mlm", {
+        **smoke, "train_epochs": 1, "train_steps_per_epoch": 4, "train_lr": 5e-3, "eval_every": 1,
+        "publish_best": True, "artifacts_dir": str(tmp_path / "artifacts")}), after_step=keep)
+    record = json.load(open(os.path.join(run["model_dir"], "config.json")))
+    losses = read_scalars(str(tmp_path / "artifacts" / "log" / run["run_id"]))[""]["eval/heldout_loss"]
+    assert losses.steps == (1, 2, 3, 4)
+    lowest = losses.steps[int(np.argmin(losses.values))]
+    assert lowest != losses.steps[int(np.argmax(losses.values))]  # higher-is-better would choose another step
+    selection = record["selection"]
+    assert (selection["metric"], selection["higher_is_better"], selection["step"]) == ("heldout_loss", False, lowest)
+    np.testing.assert_allclose(selection["score"], min(losses.values), rtol=1e-6)
+    assert record["metrics"]["heldout_loss"] == selection["score"]
+    published, chosen = saved_weights(run["model_dir"]), saved_weights(str(tmp_path / "steps" / str(lowest)))
+    for key in published:
+        np.testing.assert_array_equal(published[key], chosen[key], err_msg=key)

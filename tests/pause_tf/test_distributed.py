@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from distributed_checks import ROOT
 
 
@@ -20,7 +22,12 @@ def _free_ports(n):
     return ports
 
 
-def test_two_process_multi_worker_run_ends_with_identical_weights(tmp_path):
+# --publish_best: only the chief evaluates (STS-B dev), yet every worker must choose the same weights.
+SELECTING = ["--eval_every=1", "--publish_best"]
+
+
+@pytest.mark.parametrize("extra", [[], SELECTING], ids=["last_step", "publish_best"])
+def test_two_process_multi_worker_run_ends_with_identical_weights(tmp_path, extra):
     from fixtures import write_senteval_snli, write_sts_root
 
     data = write_sts_root(str(tmp_path / "data"))
@@ -33,7 +40,7 @@ def test_two_process_multi_worker_run_ends_with_identical_weights(tmp_path):
         args = [sys.executable, os.path.join(ROOT, "train.py"), "--model=tiny", "--train_data=senteval:dev",
                 f"--data_path={data}", "--train_epochs=1", "--train_steps_per_epoch=3", "--batch_size=8",
                 "--max_seq_len=16", "--strategy=multi_worker", "--checkpoint_every=2", "--log_every=1",
-                "--noeval_each_epoch", f"--artifacts_dir={tmp_path / 'artifacts'}"]
+                "--noeval_each_epoch", f"--artifacts_dir={tmp_path / 'artifacts'}", *extra]
         procs.append(subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
     outputs = [p.communicate(timeout=600) for p in procs]
     for p, (out, err) in zip(procs, outputs):
@@ -41,6 +48,9 @@ def test_two_process_multi_worker_run_ends_with_identical_weights(tmp_path):
     fingerprints = [next(line for line in out.splitlines() if line.startswith("weights fingerprint:"))
                     for out, _ in outputs]
     assert fingerprints[0] == fingerprints[1]
+    if extra:  # the non-chief, which never evaluates, chose the chief's step with the chief's score
+        chosen = [next(line for line in out.splitlines() if line.startswith("published:")) for out, _ in outputs]
+        assert chosen[0] == chosen[1] and "stsb_dev_spearman=" in chosen[0], chosen
     # Only the chief publishes a model; the other worker cleaned up after itself.
     assert "model:" in outputs[0][0] and "model:" not in outputs[1][0]
     assert len(os.listdir(tmp_path / "artifacts" / "model")) == 1

@@ -106,6 +106,16 @@ def test_phase_budgets_follow_the_protocol_and_the_cap(config):
 
 
 @pytest.mark.large
+def test_the_run_level_selection_flags_are_refused_for_the_per_phase_selection(config):
+    capped = config.replace(train_steps_per_epoch=2)
+    capped.validate()
+    for given in ({"eval_every": 100}, {"publish_best": True}, {"eval_every": 100, "publish_best": True}):
+        names = ", ".join(f"--{name}" for name in given)
+        with pytest.raises(ValueError, match=f"--method=trans_encoder does not use {names}: it evaluates and "
+                                             r"selects within each phase \(--evaluation_steps"):
+            capped.replace(**given).validate()
+
+
 def test_sts_sickr_pairs_are_every_sts_and_sick_pair_once(data_path):
     pairs = sts_sickr_pairs(data_path)
     # STS12-16 scored 12,544 + STS-B 8,628 + SICK 9,927 = 31,099 pairs before deduplication
