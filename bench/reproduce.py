@@ -58,6 +58,7 @@ flags.DEFINE_float("finetune_lr", 1e-4, "Peak learning rate of every rung traine
 flags.DEFINE_integer("score_max_seq_len", 512, "Tokens every model is scored at (the papers do not truncate; "
                      "shorter sentences are not padded to it).")
 flags.DEFINE_integer("simcse_steps", 500, "SimCSE steps (unsup: 64 sentences; sup: 64 triples).")
+flags.DEFINE_list("simcse_modes", ["unsup", "sup"], "SimCSE rows to train (unsup, sup).")
 flags.DEFINE_integer("simcse_eval_every", 125, "SimCSE: steps between STS-B dev evaluations; the best is kept "
                      "(the official trainer's 125).")
 flags.DEFINE_integer("pause_steps", 200, "PAUSE and supervised-only steps of 64 pairs.")
@@ -313,10 +314,12 @@ def main(argv):
 
     if "simcse" in stages:
         for seed in seeds:
-            name = f"simcse unsup seed {seed}"
-            model = unsup(seed)
-            ladder.score(name, model, senteval=seed in senteval_seeds)
-            ladder.score(f"simcse unsup (mean pooling) seed {seed}", model, pooling="mean", senteval=False)
+            if "unsup" in FLAGS.simcse_modes:
+                model = unsup(seed)
+                ladder.score(f"simcse unsup seed {seed}", model, senteval=seed in senteval_seeds)
+                ladder.score(f"simcse unsup (mean pooling) seed {seed}", model, pooling="mean", senteval=False)
+            if "sup" not in FLAGS.simcse_modes:
+                continue
             name = f"simcse sup seed {seed}"
             sup = ladder.run(name, "simcse", dict(model=raw, simcse_mode="sup", train_data=NLI_OFFLINE,
                                                   batch_size=64, train_epochs=1, train_lr=lr, seed=seed,
