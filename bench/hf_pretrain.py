@@ -17,7 +17,9 @@ only: no STS set is read here).
 
 At every epoch end the fixed held-out windows (fixed masks) are scored, beside the unigram-frequency
 predictor on the same masks (it predicts every masked token from the training tokens' frequencies),
-so the log shows how far the model is above that plateau.
+so the log shows how far the model is above that plateau; and, when the windows file carries STS-B
+dev, the Spearman x100 of its mean-pooled cosine similarities (the toolkit's tokens), so the curve
+shows what pretraining does to sentence similarity before any method trains.
 
 Writes a Hugging Face BERT folder the toolkit loads as `--model=<out_dir>` (config.json,
 model.safetensors with the MLM head, vocab.txt) and `pretraining.json` (recipe, curve, unigram
@@ -61,6 +63,8 @@ flags.DEFINE_integer("rounds", 3, "Timed rounds per precision (throughput).")
 flags.DEFINE_integer("steps", 10, "Timed steps per round (throughput).")
 flags.DEFINE_integer("threads", 0, "torch.set_num_threads (0: PyTorch's default).")
 flags.DEFINE_integer("seed", 0, "Seed of initialisation, masks and order.")
+flags.DEFINE_enum("save_dtype", "fp32", ["fp32", "fp16"], "Dtype of the saved weights (fp16 halves the file; the "
+                  "toolkit loads either as float32).")
 FLAGS = flags.FLAGS
 
 SHAPES = {"bert_tiny": (2, 128, 2), "bert_mini": (4, 256, 4), "bert_small": (4, 512, 8),
@@ -182,8 +186,31 @@ class Run:
                 total += float(torch.nn.functional.cross_entropy(logits[chosen], labels[chosen], reduction="sum"))
                 correct += int((logits[chosen].argmax(-1) == labels[chosen]).sum())
                 count += int(chosen.sum())
+        result = {"loss": total / count, "accuracy": correct / count}
+        if "stsb_ids" in self.data:
+            result["stsb_dev"] = self.stsb_dev()
         self.model.train()
-        return {"loss": total / count, "accuracy": correct / count}
+        return result
+
+    def stsb_dev(self) -> float:
+        """STS-B dev Spearman x100 of mean-pooled last-layer cosines (the model in eval mode, float32)."""
+        from scipy.stats import spearmanr
+
+        torch = self.torch
+        ids = torch.as_tensor(self.data["stsb_ids"].astype(np.int64), device=self.device)
+        lengths = torch.as_tensor(self.data["stsb_lengths"].astype(np.int64), device=self.device)
+        attention = (torch.arange(ids.shape[1], device=self.device)[None, :] < lengths[:, None]).long()
+        pooled = []
+        with torch.no_grad():
+            for start in range(0, len(ids), 256):
+                out = self.model.bert(input_ids=ids[start:start + 256],
+                                      attention_mask=attention[start:start + 256]).last_hidden_state.float()
+                mask = attention[start:start + 256, :, None].float()
+                pooled.append((out * mask).sum(1) / mask.sum(1))
+        emb = torch.nn.functional.normalize(torch.cat(pooled), dim=-1)
+        half = len(emb) // 2
+        cosines = (emb[:half] * emb[half:]).sum(-1).cpu().numpy()
+        return float(100 * spearmanr(cosines, self.data["stsb_scores"]).correlation)
 
     def train_step(self, rows) -> float:
         torch = self.torch
@@ -202,7 +229,8 @@ class Run:
     def fit(self, budget_minutes: float = 0.0) -> dict:
         torch = self.torch
         self.model.train()
-        began, epoch_evals, tokens = time.time(), [], 0
+        began, tokens = time.time(), 0
+        epoch_evals = [{"step": 0, "epoch": 0.0, **self.evaluate(), "seconds": 0.0}]
         timed_from = None
         while self.step < self.total:
             order = torch.randperm(len(self.ids), device=self.device, generator=self.generator)
@@ -229,9 +257,10 @@ class Run:
             held = self.evaluate()
             epoch_evals.append({"step": self.step, "epoch": self.step / self.steps_per_epoch, **held,
                                 "seconds": round(time.time() - began, 2)})
+            stsb = f", STS-B dev {held['stsb_dev']:.2f}" if "stsb_dev" in held else ""
             print(f"lr {self.lr:g} epoch {self.step / self.steps_per_epoch:.2f}: held-out loss {held['loss']:.3f} "
                   f"accuracy {100 * held['accuracy']:.1f} % (unigram {self.unigram['loss']:.3f}, "
-                  f"{100 * self.unigram['accuracy']:.1f} %), {time.time() - began:.0f} s", flush=True)
+                  f"{100 * self.unigram['accuracy']:.1f} %){stsb}, {time.time() - began:.0f} s", flush=True)
         self._sync()
         seconds = time.time() - began
         return {"lr": self.lr, "steps": self.step, "epochs": self.step / self.steps_per_epoch, "seconds": seconds,
@@ -249,7 +278,8 @@ class Run:
         config.architectures = ["BertForMaskedLM"]
         config.to_json_file(os.path.join(out_dir, "config.json"))
         tied = ("cls.predictions.decoder.weight", "cls.predictions.decoder.bias")  # = word embeddings, head bias
-        state = {k: v.detach().float().cpu().clone().contiguous() for k, v in self.model.state_dict().items()
+        dtype = self.torch.float16 if FLAGS.save_dtype == "fp16" else self.torch.float32
+        state = {k: v.detach().to(dtype).cpu().clone().contiguous() for k, v in self.model.state_dict().items()
                  if k not in tied}
         save_file(state, os.path.join(out_dir, "model.safetensors"), metadata={"format": "pt"})
         with open(os.path.join(out_dir, "vocab.txt"), "w") as f:
@@ -283,6 +313,7 @@ def pretrain(data: dict, torch, device) -> dict:
             "window": int(data["train_ids"].shape[1]), "training_windows": int(len(data["train_ids"])),
             "training_tokens": int(data["train_lengths"].sum()), "heldout_titles": data["heldout_titles"].tolist(),
             "pretraining_dropout": FLAGS.dropout, "saved_dropout": FLAGS.downstream_dropout,
+            "saved_dtype": FLAGS.save_dtype,
             "warmup_fraction": FLAGS.warmup_fraction, "weight_decay": FLAGS.weight_decay, "mask_rate": FLAGS.mask_rate,
             "unigram": run.unigram, "pilots": pilots, "chosen_lr": best, "run": result,
             "transformers": transformers_version, **device_description(torch)}

@@ -8,7 +8,10 @@ tokenizer (in the graph), the same seeded whole-book held-out split and the same
 Face `transformers`, e.g. on a GPU machine), so a model pretrained there sees the toolkit's tokens.
 
 Arrays: `train_ids`, `heldout_ids` (uint16 [N, max_seq_len]), `train_lengths`, `heldout_lengths`
-(real tokens per window, [CLS] and [SEP] included), the special ids, and the vocabulary.
+(real tokens per window, [CLS] and [SEP] included), the special ids, the vocabulary, and STS-B dev
+(`stsb_ids`, `stsb_lengths` for its 2 x 1,500 sentences as the toolkit tokenizes them, pairs in rows
+i and 1,500 + i, and `stsb_scores`) when the data root has it, so pretraining can be watched on
+STS-B dev (mean pooling) beside its loss.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ FLAGS = flags.FLAGS
 
 def pack(data_path: str, max_seq_len: int, heldout_books: int, seed: int) -> dict:
     """The arrays described in the module docstring."""
+    import tensorflow as tf
+
     from common.data.sources import resolve_sources
     from common.models.encoder import EncoderConfig, build_encoder
     from mlm_tf.config import DEFAULTS
@@ -45,6 +50,15 @@ def pack(data_path: str, max_seq_len: int, heldout_books: int, seed: int) -> dic
         ids, mask = pack_windows(wordpieces(tokenizer, docs), max_seq_len, **special)
         out[f"{name}_ids"] = ids.astype(np.uint16)
         out[f"{name}_lengths"] = mask.sum(1).astype(np.int16)
+    try:
+        from common.data.sts import load_stsb
+
+        stsb = load_stsb(data_path, "dev")
+        batch = tokenizer(tf.constant(list(stsb.sentences1) + list(stsb.sentences2)))
+        out.update(stsb_ids=batch["token_ids"].numpy().astype(np.uint16),
+                   stsb_lengths=batch["padding_mask"].numpy().sum(1).astype(np.int16), stsb_scores=stsb.scores)
+    except FileNotFoundError:
+        pass
     vocab = tokenizer.vocabulary
     out.update({k: np.int32(v) for k, v in special.items()}, mask_id=np.int32(tokenizer.mask_id),
                vocab=np.asarray(vocab), heldout_titles=np.asarray(titles),
