@@ -9,7 +9,7 @@ run's directory, a Hugging Face BERT folder or an encoder spec (minilm, a fresh 
 sentence-transformers folder loads with SentenceTransformer(folder), keras-hub's
 BertBackbone/BertTextEmbedder.from_preset(folder) and --model=<folder> here; the
 TFLite model (tokenizer inside) with --model=<out> here or a TFLite interpreter with
-tensorflow-text's ops (README.md, section 'Exporting a model').
+tensorflow-text's ops (docs/usage/export.md).
 """
 
 from __future__ import annotations

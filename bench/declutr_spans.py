@@ -7,8 +7,8 @@ generator and prints the `span_statistics` table (declutr_tf/span_sampling.py ha
 the definitions). Length fractions are mean length / max_span_len; the view shares
 count positives; "within d of an edge" counts anchors with fewer than d tokens
 between them and the document's start or end, for each `--edge_distances` and for
-max_span_len / 2. The README's "ours" column is this script's output with the
-defaults (the paper's A=2, P=2, spans 32-512).
+max_span_len / 2. The "ours" column of docs/benchmarks/declutr_spans/ is this script's
+output with the defaults (the paper's A=2, P=2, spans 32-512).
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@
 
 Every case is a command a user could type (tiny random BERT, synthetic data written
 under `--work_dir`); the table has the case, the last line on stderr (or the line that
-matters on stdout) and the exit code. The README's reliability table is this script's
-output. Cases that need a failure inside the process (a full disk during publishing) are
+matters on stdout) and the exit code. The table in docs/reference/errors.md is this
+script's output. Cases that need a failure inside the process (a full disk during publishing) are
 covered by tests (tests/common/test_runs.py, tests/common/test_artifacts.py), named in
 the last rows.
 """

@@ -36,7 +36,7 @@ def test_test_sts_rejects_bad_input_clearly(tmp_path):
     assert proc.returncode == 2 and "Valid forms" in proc.stderr
     proc = _run([os.path.join(ROOT, "test_sts.py"), "--model=tiny", f"--data_path={tmp_path / 'nope'}"],
                 cwd=str(tmp_path))
-    assert proc.returncode == 2 and "README.md, section 'Data'" in proc.stderr
+    assert proc.returncode == 2 and "docs/data.md" in proc.stderr
     # The message is the last line: no traceback and no TensorFlow start-up lines (CPU features,
     # CUDA stubs; only the CUDA driver probe of a CPU-only machine may remain). --verbose shows the traceback.
     assert "Traceback" not in proc.stderr and proc.stderr.strip().splitlines()[-1].startswith("test_sts.py: Data")

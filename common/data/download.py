@@ -58,7 +58,7 @@ def download_archive(name: str, archive: Archive, out_dir: str) -> str:
             raise ConnectionError(
                 f"Could not download {archive.url} ({e}). Without internet, download it elsewhere and unzip "
                 f"it into {out_dir} (so that {target}/ exists), or train on SentEval's SNLI files with "
-                "--train_data=senteval:train (see README.md, section 'Data')."
+                "--train_data=senteval:train (see docs/data.md)."
             ) from None
         unpack = os.path.join(tmp, "unpacked")
         with zipfile.ZipFile(zip_path) as z:

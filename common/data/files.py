@@ -6,7 +6,7 @@ from typing import List
 
 import tensorflow as tf
 
-DATA_HELP = "see README.md, section 'Data' (set DATA_PATH / --data_path to the root that holds downstream/)"
+DATA_HELP = "see docs/data.md (set DATA_PATH / --data_path to the root that holds downstream/)"
 
 
 def require_data_dir(data_path: str, *parts: str) -> str:

@@ -113,11 +113,11 @@ def test_importing_common_loads_neither_the_api_nor_tensorflow():
 def _readme_api_example() -> str:
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
         text = f.read()
-    heading = "## Using a model from Python"
+    heading = "## Quickstart"
     assert heading in text, f"README.md has no section {heading!r}"
     section = text.split(heading, 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```python\n(.*?)```", section, re.S)
-    assert len(blocks) == 1, f"expected one python block in the README's API section, found {len(blocks)}"
+    assert len(blocks) == 1, f"expected one python block in the README's quickstart, found {len(blocks)}"
     return blocks[0]
 
 

@@ -70,7 +70,7 @@ def test_bad_inputs_name_file_and_line(tmp_path):
 
 
 def test_missing_data_points_to_the_readme(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"Data directory not found: .*STS12-en-test.*README.md, section 'Data'"):
+    with pytest.raises(FileNotFoundError, match=r"Data directory not found: .*STS12-en-test.*docs/data.md"):
         sts_data.load_sts_subset(str(tmp_path), "sts12", "MSRpar")
 
 

@@ -146,7 +146,7 @@ def test_table_lists_tasks_averages_and_skips(run):
 
 
 def test_missing_data_is_an_error_pointing_to_the_readme(tmp_path):
-    with pytest.raises(FileNotFoundError, match="README.md, section 'Data'"):
+    with pytest.raises(FileNotFoundError, match="docs/data.md"):
         ev.evaluate_senteval(FakeEmbed(), str(tmp_path), None, CONFIGS["fast"])
     with pytest.raises(FileNotFoundError, match=r"MR: data file not found: .*rt-polarity\.pos"):
         ev.evaluate_senteval(FakeEmbed(), str(tmp_path), ["MR"], CONFIGS["fast"])
@@ -209,7 +209,7 @@ def test_script_rejects_bad_input_before_loading_the_model(tmp_path):
     assert proc.returncode != 0 and "Unexpected arguments" in proc.stderr
     data = write_senteval_root(str(tmp_path / "data"), snli=False)
     proc = _run(["--model=does-not-exist", f"--data_path={data}", "--tasks=SNLI"], cwd=str(tmp_path))
-    assert proc.returncode != 0 and "SNLI/s1.train" in proc.stderr and "README.md, section 'Data'" in proc.stderr
+    assert proc.returncode != 0 and "SNLI/s1.train" in proc.stderr and "docs/data.md" in proc.stderr
 
 
 def test_script_refuses_tasks_the_model_was_trained_on(tmp_path, tiny_encoder):

@@ -127,9 +127,9 @@ def test_malformed_lines_are_reported_with_file_and_line(tmp_path):
 
 
 def test_missing_data_points_to_the_readme(tmp_path):
-    with pytest.raises(FileNotFoundError, match="README.md, section 'Data'"):
+    with pytest.raises(FileNotFoundError, match="docs/data.md"):
         tasks.load_task(str(tmp_path), "MR")
-    with pytest.raises(FileNotFoundError, match="README.md, section 'Data'"):
+    with pytest.raises(FileNotFoundError, match="docs/data.md"):
         tasks.load_task(str(tmp_path), "SentLen")
 
 

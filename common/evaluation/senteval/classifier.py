@@ -12,7 +12,7 @@ SentEval numbers:
   NumPy's legacy generator seeded with the seed, the initialisation from a
   reproduction of PyTorch's seeded CPU generator, so a seed gives the score
   SentEval gives at that seed on the same features (checked against the
-  original code with PyTorch 2.13: the README's SentEval section), not only
+  original code with PyTorch 2.13: docs/benchmarks/senteval_minilm/), not only
   one from the same distribution;
 - softmax cross-entropy, the L2 penalty `l2reg` applied as the optimizer's
   weight decay (added to the gradient of every parameter, biases included),

@@ -1,0 +1,1 @@
+"""Maintenance tools for the repository itself (documentation), not part of the toolkit."""
