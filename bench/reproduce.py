@@ -232,7 +232,7 @@ class Ladder:
             meta["updated"] = time.time()
             self.max_load = max(self.max_load, os.getloadavg()[0])
             invocation = dict(start=self.began, seconds=round(meta["updated"] - self.began, 1),
-                              max_load1=round(self.max_load, 2))
+                              max_load1=round(self.max_load, 2), command=pages.command("bench.reproduce"))
             busy = machine_busy_ticks()
             if busy is not None and self.cpu_start[1] is not None:
                 invocation["other_cores"] = other_cores(self.cpu_start, (meta["updated"], busy, process_ticks()))
@@ -628,6 +628,11 @@ def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, comm
                      + ("" if not all("other_cores" in i for i in invocations) else
                         f"; CPU used by other processes, averaged over each invocation: at most "
                         f"{max(i['other_cores'] for i in invocations):.2f} cores") + ".")
+    commands = sorted((i["start"], i["command"]) for i in meta.get("invocations", {}).values() if "command" in i)
+    if commands:
+        lines += ["", "The invocations that trained and scored the rows (a later one reuses what an earlier one finished):", ""]
+        lines += [f"- {time.strftime('%Y-%m-%d %H:%M', time.gmtime(start))} UTC: `{command}`"
+                  for start, command in commands]
     lines.append("")
     os.makedirs(results_dir, exist_ok=True)
     lines += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in plot(scores, runs_root, results_dir,
