@@ -628,10 +628,10 @@ def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, comm
                      + ("" if not all("other_cores" in i for i in invocations) else
                         f"; CPU used by other processes, averaged over each invocation: at most "
                         f"{max(i['other_cores'] for i in invocations):.2f} cores") + ".")
-    commands = sorted((i["start"], i["command"]) for i in meta.get("invocations", {}).values() if "command" in i)
+    commands = sorted((i["start"], i.get("command", "(not recorded)")) for i in meta.get("invocations", {}).values())
     if commands:
         lines += ["", "The invocations that trained and scored the rows (a later one reuses what an earlier one finished):", ""]
-        lines += [f"- {time.strftime('%Y-%m-%d %H:%M', time.gmtime(start))} UTC: `{command}`"
+        lines += [f"- {time.strftime('%Y-%m-%d %H:%M', time.gmtime(start))} UTC: " + (f"`{command}`" if command.startswith("python") else command)
                   for start, command in commands]
     lines.append("")
     os.makedirs(results_dir, exist_ok=True)
