@@ -63,8 +63,9 @@ class EncoderConfig:
         spec: str. See the module docstring. Defaults to "minilm".
         max_seq_len: int or None. Truncation length incl. [CLS]/[SEP]; None takes
             sentence-transformers' `max_seq_length` where the model has one, else 128.
-        pooling: str or None. "mean" or "cls"; None takes the model's pooling
-            config where it has one, else "mean".
+        pooling: str or None. "mean", "cls" or "pooler" (BERT's pooler, dense +
+            tanh over [CLS]: Hugging Face's `pooler_output`; `common.models.pooling`);
+            None takes the model's pooling config where it has one, else "mean".
         normalize: bool or None. L2-normalise the output embedding; None follows
             the model's `modules.json` (a Normalize module), else False.
         pad_to_multiple_of: int. Round batch lengths up to a multiple of this.
@@ -176,7 +177,7 @@ class SentenceEncoder(keras.Model):
     Args:
         tokenizer: BertTokenizer. In-graph tokenizer.
         backbone: keras layer mapping keras-hub BERT inputs to `sequence_output`.
-        pooling: str. "mean" or "cls".
+        pooling: str. "mean", "cls" or "pooler" (`common.models.pooling.pool`).
         normalize: bool. L2-normalise the `embedding` output.
         config: EncoderConfig. How it was built (stored with artifacts).
     """
@@ -189,9 +190,9 @@ class SentenceEncoder(keras.Model):
         self.tokenizer = tokenizer
         self.backbone = backbone
         if isinstance(backbone, bert_lib.BertBackbone):
-            # Sentence embeddings pool the token outputs; BERT's NSP pooler gets no
-            # gradient, so it is frozen rather than silently left out of every update.
-            backbone.pooled_dense.trainable = False
+            # Unless the embedding is BERT's pooler output, its pooler gets no gradient,
+            # so it is frozen rather than silently left out of every update.
+            backbone.pooled_dense.trainable = pooling == "pooler"
         self.pooling = pooling
         self.normalize = normalize
         self.encoder_config = config
@@ -226,19 +227,23 @@ class SentenceEncoder(keras.Model):
 
         Returns:
             Dict with `sequence_output` [B, T, H], `padding_mask` [B, T],
-            `token_ids` [B, T], `pooled` [B, H] (pooling only) and `embedding`
-            [B, H] (pooled, then L2-normalised if `normalize`).
+            `token_ids` [B, T], `pooler_output` [B, H] (BERT's pooler, whatever
+            the pooling), `pooled` [B, H] (pooling only) and `embedding` [B, H]
+            (pooled, then L2-normalised if `normalize`).
         """
         tokens = inputs if isinstance(inputs, Mapping) else self.tokenizer(inputs)
+        outputs = self.backbone(tokens, training=training)
         # float32 at the encoder's boundary whatever the backbone computes in (`--precision`):
         # pooling, normalisation and every loss downstream stay float32 (a no-op in fp32).
-        sequence_output = tf.cast(self.backbone(tokens, training=training)["sequence_output"], tf.float32)  # [B, T, H]
-        pooled = pool(sequence_output, tokens["padding_mask"], self.pooling)  # [B, H]
+        sequence_output = tf.cast(outputs["sequence_output"], tf.float32)  # [B, T, H]
+        pooler_output = tf.cast(outputs["pooled_output"], tf.float32)  # [B, H]
+        pooled = pool(sequence_output, tokens["padding_mask"], self.pooling, pooler_output)  # [B, H]
         embedding = tf.math.l2_normalize(pooled, axis=-1) if self.normalize else pooled
         return {
             "sequence_output": sequence_output,
             "padding_mask": tokens["padding_mask"],
             "token_ids": tokens["token_ids"],
+            "pooler_output": pooler_output,
             "pooled": pooled,
             "embedding": embedding,
         }
@@ -364,7 +369,8 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
         elif kind == "fresh":
             randomize_weights(backbone, config.seed, BERT_INIT_STDDEV, truncated=True)
         else:
-            head_tensors = bert_lib.load_hf_weights(backbone, _join(location, "model.safetensors"))
+            uses_pooler = (config.pooling or settings.get("pooling")) == "pooler"
+            head_tensors = bert_lib.load_hf_weights(backbone, _join(location, "model.safetensors"), uses_pooler)
     max_seq_len = config.max_seq_len or settings.get("max_seq_len", 128)
     tokenizer = BertTokenizer(
         read_vocabulary(vocab_path),
