@@ -9,14 +9,20 @@ from common.training.config import option
 from common.training.grad_cache import GradCacheOptions
 
 MODES = ("unsup", "sup")
-POOLINGS = ("cls_mlp", "cls", "mean")
+# --pooling -> (the encoder's pooling, i.e. at test time; whether training goes through the MLP).
+# The MLP is BERT's pooler re-initialised as the official code's (SimcseModel): pooling "pooler" keeps it.
+POOLING_PLANS = {"cls_mlp": ("cls", True), "cls_mlp_test": ("pooler", True), "cls": ("cls", False),
+                 "mean": ("mean", False)}
+POOLINGS = tuple(POOLING_PLANS)
 # Unsupervised default: sentences cut from the Gutenberg books (no evaluation set is drawn from them).
 DEFAULT_SENTENCES = ("sentences:documents/gutenberg/books.txt",)
 # The paper's settings per mode (Gao et al., 2021, appendix A; the Hugging Face Trainer's
 # linear decay without warm-up). `train_steps_per_epoch` 0 means one pass over the data.
+# Pooling as the official run_sup_example.sh (`--pooler_type cls`: the MLP is kept at test time).
 DEFAULTS = {"train_data": DEFAULT_SENTENCES, "batch_size": 64, "train_lr": 3e-5, "max_seq_len": 32,
             "train_epochs": 1, "train_steps_per_epoch": 0}
-SUP_DEFAULTS = {"train_data": DEFAULT_NLI_TRAIN, "batch_size": 512, "train_lr": 5e-5, "train_epochs": 3}
+SUP_DEFAULTS = {"train_data": DEFAULT_NLI_TRAIN, "batch_size": 512, "train_lr": 5e-5, "train_epochs": 3,
+                "pooling": "cls_mlp_test"}
 
 
 def mode_defaults(given):
@@ -36,8 +42,11 @@ class SimcseOptions(GradCacheOptions):
 
     mode: str = option("unsup", "unsup (dropout views of one sentence) or sup (NLI triples with hard negatives).",
                        choices=MODES, flag="simcse_mode")
-    pooling: str = option("cls_mlp", "cls_mlp (CLS with an MLP in training only, the paper's unsup choice), "
-                                     "cls or mean.", choices=POOLINGS)
+    pooling: str = option("cls_mlp", "cls_mlp: [CLS] through an MLP (dense + tanh) in training only, plain [CLS] "
+                                     "at test (official unsup: --pooler_type cls --mlp_only_train; the unsup "
+                                     "default); cls_mlp_test: the MLP at test too, published as BERT's pooler "
+                                     "(official sup; the sup default); cls: [CLS], no MLP; mean: masked mean, "
+                                     "no MLP.", choices=POOLINGS)
     temperature: float = option(0.05, "Contrastive temperature.")
     hard_negative_weight: float = option(1.0, "sup: weight of each premise's own contradiction.")
     max_sentences: int = option(1_000_000, "unsup, sentences:<file> sources: how many sentences to sample "

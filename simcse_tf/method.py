@@ -18,7 +18,7 @@ from common.training import registry
 from common.training.config import TrainConfig
 from common.training.grad_cache import mini_batch_chunks
 from common.training.runs import encoder_config
-from simcse_tf.config import DEFAULTS, SimcseOptions, mode_defaults
+from simcse_tf.config import DEFAULTS, POOLING_PLANS, SimcseOptions, mode_defaults
 from simcse_tf.data import read_sentences, read_triples
 from simcse_tf.model import SimcseModel
 
@@ -46,9 +46,10 @@ def resolve(config: TrainConfig) -> TrainConfig:
 
 def build_model(config: TrainConfig):
     options = config.options
-    encoder = build_encoder(encoder_config(config, pooling="mean" if options.pooling == "mean" else "cls"))
-    return SimcseModel(encoder, options.mode, options.temperature, options.hard_negative_weight,
-                       use_mlp=options.pooling == "cls_mlp",
+    test_pooling, mlp = POOLING_PLANS[options.pooling]
+    encoder = build_encoder(encoder_config(config, pooling=test_pooling))
+    return SimcseModel(encoder, options.mode, options.temperature, options.hard_negative_weight, mlp=mlp,
+                       seed=config.run.seed,
                        mini_batch_chunks=mini_batch_chunks(options.mini_batch_size, config.run.batch_size),
                        name="simcse")
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Dict, Mapping, Optional
+from typing import Dict, Mapping
 
 import keras
 import tensorflow as tf
 
-from common.models.encoder import SentenceEncoder
+from common.models import bert as bert_lib
+from common.models.encoder import BERT_INIT_STDDEV, SentenceEncoder
 from common.training.contrastive import in_batch_infonce_loss
 from common.training.method import MethodModel
+
+# Test-time poolings the MLP can be trained under: [CLS] without it, or through it.
+MLP_POOLINGS = ("cls", "pooler")
 
 
 class SimcseModel(MethodModel):
@@ -21,38 +25,68 @@ class SimcseModel(MethodModel):
     hypotheses of the batch as extra (hard) negatives. The loss is
     `common.contrastive.in_batch_infonce_loss`, with keys gathered across replicas.
 
+    The MLP (`mlp=True`) is the official code's (princeton-nlp/SimCSE,
+    `simcse/models.py`: `MLPLayer`, dense hidden -> hidden + tanh over [CLS], built
+    by `cl_init` for `--pooler_type cls` and initialised by BERT's `_init_weights`,
+    N(0, initializer_range=0.02) kernel and zero bias; the pretrained checkpoint's
+    pooler is dropped, `BertModel(add_pooling_layer=False)`). Here it is the
+    backbone's own pooler (`pooled_dense`), re-initialised that way, because the
+    official `simcse_to_huggingface.py` renames `mlp` to `pooler` when it publishes
+    a run: the encoder's pooling "pooler" then gives what the official
+    `evaluation.py --pooler cls` scores (`pooler_output`), and pooling "cls" what
+    `--pooler cls_before_pooler` scores. Official unsup runs (`--mlp_only_train`)
+    train through the MLP and are scored without it (encoder pooling "cls");
+    official sup runs keep it (pooling "pooler").
+
+    Where this differs from the official code, and why:
+      - The MLP's initial values are drawn by Keras' stateless `RandomNormal` from
+        the run's seed: the official distribution (no truncation, unlike the
+        toolkit's fresh BERTs), not PyTorch's numbers for the same seed.
+      - initializer_range is BERT's 0.02 whatever the checkpoint's config says
+        (`BertConfig` does not carry it; every BERT the toolkit builds uses 0.02).
+      - The MLP needs a BERT built by this toolkit: a TF Hub SavedModel's pooler is
+        not a separate layer that can be re-initialised (a ValueError; use pooling
+        "cls" or "mean" there). The official code also supports RoBERTa; the
+        toolkit's backbones are BERTs.
+      - `hard_negative_weight` is the paper's weight alpha (1 = plain InfoNCE); the
+        official flag of the same name is its logarithm (0 = plain InfoNCE).
+
     Args:
         encoder: SentenceEncoder. Its pooling is the test-time pooling.
         mode: str. "unsup" or "sup".
         temperature: float. Defaults to 0.05.
         hard_negative_weight: float. Weight of each query's own hard negative.
-        use_mlp: bool. A Dense(hidden, tanh) over the pooled vector during
-            training only ("cls_mlp": it is not part of the exported encoder).
+        mlp: bool. Train through the official MLP, which is BERT's pooler
+            re-initialised; the encoder's pooling must then be "cls" (the MLP in
+            training only) or "pooler" (at test time too). Defaults to False.
+        seed: int. Seed of the MLP's initial values. Defaults to 0.
         **kwargs: passed to MethodModel (`mini_batch_chunks`: gradient caching).
     """
 
     def __init__(self, encoder: SentenceEncoder, mode: str = "unsup", temperature: float = 0.05,
-                 hard_negative_weight: float = 1.0, use_mlp: bool = False, hidden_size: Optional[int] = None,
-                 **kwargs):
+                 hard_negative_weight: float = 1.0, mlp: bool = False, seed: int = 0, **kwargs):
         super().__init__(encoder, **kwargs)
         self.mode = mode
         self.temperature = temperature
         self.hard_negative_weight = hard_negative_weight
-        self.mlp = None
-        if use_mlp:
-            hidden_size = hidden_size or encoder.hidden_size
-            self.mlp = keras.layers.Dense(hidden_size, activation="tanh", name="mlp")
-            self.mlp.build((None, hidden_size))
-
-    def published_layers(self):
-        parts = {"encoder": self.encoder}
-        if self.mlp is not None:
-            parts["mlp"] = self.mlp
-        return parts
+        self.mlp = mlp
+        if mlp:
+            if encoder.pooling not in MLP_POOLINGS:
+                raise ValueError(f"SimCSE's MLP is applied to [CLS]: the encoder's pooling must be one of "
+                                 f"{MLP_POOLINGS}; got {encoder.pooling!r}.")
+            if not isinstance(encoder.backbone, bert_lib.BertBackbone):
+                raise ValueError("SimCSE's MLP (--pooling=cls_mlp or cls_mlp_test) needs a BERT built by this "
+                                 "toolkit; a TF Hub SavedModel's pooler cannot be re-initialised: use "
+                                 "--pooling=cls or mean.")
+            dense = encoder.backbone.pooled_dense
+            dense.trainable = True
+            dense.kernel.assign(keras.initializers.RandomNormal(0.0, BERT_INIT_STDDEV, seed=seed)(dense.kernel.shape))
+            dense.bias.assign(tf.zeros_like(dense.bias))
 
     def embed_for_training(self, tokens: Mapping[str, tf.Tensor], training: bool) -> tf.Tensor:
-        pooled = self.encoder(tokens, training=training)["pooled"]  # [B, H]
-        return self.mlp(pooled) if self.mlp is not None else pooled
+        """The sentence vectors the loss compares: through the MLP when there is one."""
+        out = self.encoder(tokens, training=training)
+        return out["pooler_output"] if self.mlp else out["pooled"]  # [B, H]
 
     def embed_views(self, data: Mapping[str, Mapping[str, tf.Tensor]], training: bool):
         """unsup: two dropout views of the sentences; sup: premise, entailment, contradiction."""

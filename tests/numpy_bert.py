@@ -23,10 +23,14 @@ def _gelu(x, act):
     return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
 
 
-def bert_mean_pooled(model_dir: str, token_ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Masked-mean-pooled last hidden states, in float64, for padded int batches."""
+def _tensors(model_dir: str):
+    return {k.removeprefix("bert."): v.astype(np.float64) for k, v in load_file(f"{model_dir}/model.safetensors").items()}
+
+
+def bert_last_hidden(model_dir: str, token_ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """[batch, length, hidden] last hidden states, in float64, for padded int batches."""
     cfg = json.load(open(f"{model_dir}/config.json"))
-    t = {k.removeprefix("bert."): v.astype(np.float64) for k, v in load_file(f"{model_dir}/model.safetensors").items()}
+    t = _tensors(model_dir)
     eps, heads = cfg.get("layer_norm_eps", 1e-12), cfg["num_attention_heads"]
     b, n = token_ids.shape
     x = t["embeddings.word_embeddings.weight"][token_ids]
@@ -54,5 +58,17 @@ def bert_mean_pooled(model_dir: str, token_ids: np.ndarray, mask: np.ndarray) ->
         h = _gelu(lin(x, "intermediate.dense"), cfg.get("hidden_act", "gelu"))
         x = _layer_norm(x + lin(h, "output.dense"),
                         t[p + "output.LayerNorm.weight"], t[p + "output.LayerNorm.bias"], eps)
+    return x
+
+
+def bert_mean_pooled(model_dir: str, token_ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Masked-mean-pooled last hidden states, in float64."""
     m = mask[:, :, None].astype(np.float64)
-    return (x * m).sum(1) / m.sum(1)
+    return (bert_last_hidden(model_dir, token_ids, mask) * m).sum(1) / m.sum(1)
+
+
+def bert_pooler_output(model_dir: str, token_ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """`BertModel`'s `pooler_output`: tanh(pooler.dense([CLS])), in float64."""
+    t = _tensors(model_dir)
+    cls = bert_last_hidden(model_dir, token_ids, mask)[:, 0]
+    return np.tanh(cls @ t["pooler.dense.weight"].T + t["pooler.dense.bias"])

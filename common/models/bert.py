@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Mapping, Tuple
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import logging
 from keras_hub.layers import PositionEmbedding, ReversibleEmbedding, TransformerEncoder
 from keras_hub.src.layers.modeling.transformer_layer_utils import merge_padding_and_attention_mask
 
@@ -359,11 +360,23 @@ def hf_weight_map(backbone: BertBackbone) -> List[HFTensor]:
             HFTensor(f"{p}.output.LayerNorm.weight", layer._feedforward_layer_norm.gamma, (hidden,)),
             HFTensor(f"{p}.output.LayerNorm.bias", layer._feedforward_layer_norm.beta, (hidden,)),
         ]
-    entries += [
-        HFTensor("pooler.dense.weight", backbone.pooled_dense.kernel, (hidden, hidden), linear=True, optional=True),
-        HFTensor("pooler.dense.bias", backbone.pooled_dense.bias, (hidden,), optional=True),
-    ]
-    return entries
+    return entries + pooler_weight_map(backbone)
+
+
+def pooler_weight_map(backbone: BertBackbone, prefix: str = "pooler.dense.", optional: bool = True) -> List[HFTensor]:
+    """BERT's pooler (dense + tanh over [CLS], `backbone.pooled_dense`) as two PyTorch `Linear` tensors.
+
+    Args:
+        backbone: BertBackbone.
+        prefix: str. "pooler.dense." in a `BertModel` checkpoint; "linear." in a
+            sentence-transformers `Dense` module, which holds the same layer when a
+            folder applies BERT's pooler after CLS pooling. Defaults to "pooler.dense.".
+        optional: bool. Whether a checkpoint may lack them. Defaults to True
+            (`BertForMaskedLM` checkpoints have no pooler).
+    """
+    hidden = backbone.config.hidden_size
+    return [HFTensor(prefix + "weight", backbone.pooled_dense.kernel, (hidden, hidden), linear=True, optional=optional),
+            HFTensor(prefix + "bias", backbone.pooled_dense.bias, (hidden,), optional=optional)]
 
 
 def _checkpoint_tensor(tensors: Mapping[str, np.ndarray], name: str):
@@ -376,29 +389,55 @@ def _checkpoint_tensor(tensors: Mapping[str, np.ndarray], name: str):
     return None
 
 
-def load_hf_weights(backbone: BertBackbone, safetensors_path: str) -> Dict[str, np.ndarray]:
+def assign_hf_tensors(entries: List[HFTensor], tensors: Mapping[str, np.ndarray], source: str) -> List[str]:
+    """Copies checkpoint tensors into the entries' variables.
+
+    Returns:
+        The names of the optional entries the checkpoint lacks (their variables keep their values).
+
+    Raises:
+        ValueError: naming the tensor that is missing or has the wrong shape.
+    """
+    absent = []
+    for entry in entries:
+        value = _checkpoint_tensor(tensors, entry.name)
+        if value is None:
+            if entry.optional:
+                absent.append(entry.name)
+                continue
+            raise ValueError(f"{source}: tensor {entry.name!r} not found; is this a BERT checkpoint?")
+        if tuple(value.shape) != entry.hf_shape:
+            raise ValueError(
+                f"{source}: tensor {entry.name!r} has shape {tuple(value.shape)}, "
+                f"the model expects {entry.hf_shape} (config mismatch?)."
+            )
+        entry.variable.assign(entry.to_keras(value))
+    return absent
+
+
+def load_hf_weights(backbone: BertBackbone, safetensors_path: str, uses_pooler: bool = False) -> Dict[str, np.ndarray]:
     """Copies a Hugging Face `BertModel` safetensors checkpoint into `backbone`.
 
     Returns the checkpoint's pretraining-head tensors (`cls.*`: the MLM head of a
     `BertForPreTraining` / `BertForMaskedLM` checkpoint), empty when it has none,
     so that a method's MLM head needs no second read of the file.
 
+    Args:
+        backbone: BertBackbone.
+        safetensors_path: str. Local or `gs://` path of `model.safetensors`.
+        uses_pooler: bool. The encoder pools with BERT's pooler: a checkpoint without
+            one is logged, as the pooler then keeps its random initialisation (right
+            only where it is trained from scratch, as SimCSE's MLP, or restored
+            from a run's weights). Defaults to False.
+
     Raises:
         ValueError: naming the tensor that is missing or has the wrong shape.
     """
     t = hf_tensors(safetensors_path)
-    for entry in hf_weight_map(backbone):
-        value = _checkpoint_tensor(t, entry.name)
-        if value is None:
-            if entry.optional:
-                continue
-            raise ValueError(f"{safetensors_path}: tensor {entry.name!r} not found; is this a BERT checkpoint?")
-        if tuple(value.shape) != entry.hf_shape:
-            raise ValueError(
-                f"{safetensors_path}: tensor {entry.name!r} has shape {tuple(value.shape)}, "
-                f"the model expects {entry.hf_shape} (config mismatch?)."
-            )
-        entry.variable.assign(entry.to_keras(value))
+    absent = assign_hf_tensors(hf_weight_map(backbone), t, safetensors_path)
+    if uses_pooler and absent:
+        logging.warning("%s has no pooler weights (%s): pooling 'pooler' starts from a random pooler.",
+                        safetensors_path, ", ".join(absent))
     return {name: value for name, value in t.items() if name.startswith("cls.")}
 
 

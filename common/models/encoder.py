@@ -63,8 +63,9 @@ class EncoderConfig:
         spec: str. See the module docstring. Defaults to "minilm".
         max_seq_len: int or None. Truncation length incl. [CLS]/[SEP]; None takes
             sentence-transformers' `max_seq_length` where the model has one, else 128.
-        pooling: str or None. "mean" or "cls"; None takes the model's pooling
-            config where it has one, else "mean".
+        pooling: str or None. "mean", "cls" or "pooler" (BERT's pooler, dense +
+            tanh over [CLS]: Hugging Face's `pooler_output`; `common.models.pooling`);
+            None takes the model's pooling config where it has one, else "mean".
         normalize: bool or None. L2-normalise the output embedding; None follows
             the model's `modules.json` (a Normalize module), else False.
         pad_to_multiple_of: int. Round batch lengths up to a multiple of this.
@@ -110,12 +111,16 @@ def _read_json(path: str) -> Any:
 def sentence_transformers_settings(model_dir: str) -> Dict[str, Any]:
     """Pooling, normalisation and max length of a sentence-transformers folder.
 
+    CLS pooling followed by a `Dense` module of tanh(W x + b), square, is BERT's
+    pooler (how `hf_export` writes pooling "pooler", and how LaBSE-style folders
+    hold it): pooling "pooler", with `pooler_dir` naming the module's folder.
+
     Returns:
-        Dict with any of `pooling`, `normalize`, `max_seq_len` that the folder
-        defines (empty for a plain HF BERT folder).
+        Dict with any of `pooling`, `normalize`, `max_seq_len`, `pooler_dir` that
+        the folder defines (empty for a plain HF BERT folder).
 
     Raises:
-        ValueError: for a pooling mode this toolkit does not implement.
+        ValueError: for a pooling mode or a Dense module this toolkit does not implement.
     """
     settings: Dict[str, Any] = {}
     modules_path = _join(model_dir, "modules.json")
@@ -123,7 +128,16 @@ def sentence_transformers_settings(model_dir: str) -> Dict[str, Any]:
         return settings
     modules = _read_json(modules_path)
     settings["normalize"] = any(m.get("type", "").endswith(".Normalize") for m in modules)
-    for m in modules:
+    for i, m in enumerate(modules):
+        if m.get("type", "").endswith(".Dense"):
+            cfg = _read_json(_join(model_dir, m["path"], "config.json"))
+            after_pooling = i > 0 and modules[i - 1].get("type", "").endswith(".Pooling")
+            follows_cls = after_pooling and settings["pooling"] == "cls"
+            if not (follows_cls and cfg.get("in_features") == cfg.get("out_features") and cfg.get("bias", True)
+                    and cfg.get("activation_function", "").endswith(".Tanh")):
+                raise ValueError(f"{model_dir}/{m['path']}: a Dense module is supported only as BERT's pooler (square, "
+                                 f"with bias and tanh, right after CLS pooling); got {cfg}.")
+            settings["pooling"], settings["pooler_dir"] = "pooler", _join(model_dir, m["path"])
         if m.get("type", "").endswith(".Pooling"):
             cfg = _read_json(_join(model_dir, m["path"], "config.json"))
             modes = [k for k, v in cfg.items() if k.startswith("pooling_mode_") and v]
@@ -140,6 +154,17 @@ def sentence_transformers_settings(model_dir: str) -> Dict[str, Any]:
         if max_len:
             settings["max_seq_len"] = int(max_len)
     return settings
+
+
+def _load_dense_pooler(backbone: bert_lib.BertBackbone, module_dir: str) -> None:
+    """Loads a sentence-transformers Dense module that is BERT's pooler (`sentence_transformers_settings`)
+    into the backbone's pooler: what sentence-transformers applies, whatever `pooler.dense.*` holds."""
+    path = _join(module_dir, "model.safetensors")
+    if not tf.io.gfile.exists(path):
+        raise FileNotFoundError(f"{path}: no such file; this toolkit reads a Dense module's weights from "
+                                "safetensors only.")
+    bert_lib.assign_hf_tensors(bert_lib.pooler_weight_map(backbone, "linear.", optional=False),
+                               bert_lib.hf_tensors(path), path)
 
 
 def is_hf_bert_dir(path: str) -> bool:
@@ -176,7 +201,7 @@ class SentenceEncoder(keras.Model):
     Args:
         tokenizer: BertTokenizer. In-graph tokenizer.
         backbone: keras layer mapping keras-hub BERT inputs to `sequence_output`.
-        pooling: str. "mean" or "cls".
+        pooling: str. "mean", "cls" or "pooler" (`common.models.pooling.pool`).
         normalize: bool. L2-normalise the `embedding` output.
         config: EncoderConfig. How it was built (stored with artifacts).
     """
@@ -189,9 +214,9 @@ class SentenceEncoder(keras.Model):
         self.tokenizer = tokenizer
         self.backbone = backbone
         if isinstance(backbone, bert_lib.BertBackbone):
-            # Sentence embeddings pool the token outputs; BERT's NSP pooler gets no
-            # gradient, so it is frozen rather than silently left out of every update.
-            backbone.pooled_dense.trainable = False
+            # Unless the embedding is BERT's pooler output, its pooler gets no gradient,
+            # so it is frozen rather than silently left out of every update.
+            backbone.pooled_dense.trainable = pooling == "pooler"
         self.pooling = pooling
         self.normalize = normalize
         self.encoder_config = config
@@ -226,19 +251,23 @@ class SentenceEncoder(keras.Model):
 
         Returns:
             Dict with `sequence_output` [B, T, H], `padding_mask` [B, T],
-            `token_ids` [B, T], `pooled` [B, H] (pooling only) and `embedding`
-            [B, H] (pooled, then L2-normalised if `normalize`).
+            `token_ids` [B, T], `pooler_output` [B, H] (BERT's pooler, whatever
+            the pooling), `pooled` [B, H] (pooling only) and `embedding` [B, H]
+            (pooled, then L2-normalised if `normalize`).
         """
         tokens = inputs if isinstance(inputs, Mapping) else self.tokenizer(inputs)
+        outputs = self.backbone(tokens, training=training)
         # float32 at the encoder's boundary whatever the backbone computes in (`--precision`):
         # pooling, normalisation and every loss downstream stay float32 (a no-op in fp32).
-        sequence_output = tf.cast(self.backbone(tokens, training=training)["sequence_output"], tf.float32)  # [B, T, H]
-        pooled = pool(sequence_output, tokens["padding_mask"], self.pooling)  # [B, H]
+        sequence_output = tf.cast(outputs["sequence_output"], tf.float32)  # [B, T, H]
+        pooler_output = tf.cast(outputs["pooled_output"], tf.float32)  # [B, H]
+        pooled = pool(sequence_output, tokens["padding_mask"], self.pooling, pooler_output)  # [B, H]
         embedding = tf.math.l2_normalize(pooled, axis=-1) if self.normalize else pooled
         return {
             "sequence_output": sequence_output,
             "padding_mask": tokens["padding_mask"],
             "token_ids": tokens["token_ids"],
+            "pooler_output": pooler_output,
             "pooled": pooled,
             "embedding": embedding,
         }
@@ -364,7 +393,10 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
         elif kind == "fresh":
             randomize_weights(backbone, config.seed, BERT_INIT_STDDEV, truncated=True)
         else:
-            head_tensors = bert_lib.load_hf_weights(backbone, _join(location, "model.safetensors"))
+            uses_pooler = (config.pooling or settings.get("pooling")) == "pooler" and "pooler_dir" not in settings
+            head_tensors = bert_lib.load_hf_weights(backbone, _join(location, "model.safetensors"), uses_pooler)
+            if "pooler_dir" in settings:
+                _load_dense_pooler(backbone, settings["pooler_dir"])
     max_seq_len = config.max_seq_len or settings.get("max_seq_len", 128)
     tokenizer = BertTokenizer(
         read_vocabulary(vocab_path),

@@ -6,11 +6,18 @@ loader (`build_encoder(EncoderConfig(spec=folder))`, i.e. `--model=<folder>`) re
     config.json                 BertModel configuration (BertConfig.to_hf_config)
     model.safetensors           the backbone, Hugging Face key names (bert.hf_state_dict)
     vocab.txt, tokenizer.json, tokenizer_config.json, special_tokens_map.json
-    modules.json                Transformer -> Pooling (-> Normalize when the encoder normalises)
+    modules.json                Transformer -> Pooling (-> Dense for pooling "pooler")
+                                (-> Normalize when the encoder normalises)
     sentence_bert_config.json   max_seq_length
-    1_Pooling/config.json       the encoder's pooling (mean or CLS)
-    2_Normalize/                (empty) when the encoder L2-normalises
+    1_Pooling/config.json       the encoder's pooling (mean or CLS; CLS for "pooler")
+    2_Dense/                    pooling "pooler" only: BERT's pooler (config.json: square, tanh;
+                                model.safetensors: `linear.*`, the checkpoint's `pooler.dense.*`),
+                                which sentence-transformers' Pooling cannot apply itself
+    <n>_Normalize/              (empty) when the encoder L2-normalises
     config_sentence_transformers.json
+
+Every folder's `model.safetensors` holds BERT's pooler as `pooler.dense.*`, so
+`transformers`' `BertModel` gives an encoder with pooling "pooler" as its `pooler_output`.
 
 keras-hub reads the same folder (`keras_hub.models.BertBackbone.from_preset(folder)`,
 `keras_hub.models.BertTextEmbedder.from_preset(folder)`), with its own tanh GELU.
@@ -30,8 +37,8 @@ from common.models import bert as bert_lib
 from common.models.encoder import SentenceEncoder
 from common.models.tokenization import SPECIAL_TOKENS
 
-POOLING_DIR = "1_Pooling"
-NORMALIZE_DIR = "2_Normalize"
+# sentence-transformers' own name of `torch.nn.Tanh`, which its Dense module imports by it.
+TANH = "torch.nn.modules.activation.Tanh"
 _MODULE_PREFIX = "sentence_transformers.models."
 
 
@@ -79,12 +86,11 @@ def tokenizer_json(vocabulary: List[str], lowercase: bool) -> Dict[str, Any]:
     }
 
 
-def _modules(normalize: bool) -> List[Dict[str, Any]]:
-    modules = [{"idx": 0, "name": "0", "path": "", "type": _MODULE_PREFIX + "Transformer"},
-               {"idx": 1, "name": "1", "path": POOLING_DIR, "type": _MODULE_PREFIX + "Pooling"}]
-    if normalize:
-        modules.append({"idx": 2, "name": "2", "path": NORMALIZE_DIR, "type": _MODULE_PREFIX + "Normalize"})
-    return modules
+def _modules(dense: bool, normalize: bool) -> List[Dict[str, Any]]:
+    """modules.json: Transformer, Pooling, then Dense and Normalize where asked, each in `<idx>_<Name>/`."""
+    kinds = ["Transformer", "Pooling"] + ["Dense"] * dense + ["Normalize"] * normalize
+    return [{"idx": i, "name": str(i), "path": "" if i == 0 else f"{i}_{kind}", "type": _MODULE_PREFIX + kind}
+            for i, kind in enumerate(kinds)]
 
 
 def write_sentence_transformers(encoder: SentenceEncoder, path: str) -> None:
@@ -126,16 +132,19 @@ def write_sentence_transformers(encoder: SentenceEncoder, path: str) -> None:
         "strip_accents": None, "clean_up_tokenization_spaces": True, "model_max_length": config.max_seq_len,
         **names})
 
-    _write_json(artifacts.join(path, "modules.json"), _modules(config.normalize))
+    modules = _modules(config.pooling == "pooler", config.normalize)
+    _write_json(artifacts.join(path, "modules.json"), modules)
+    folders = {m["type"].rsplit(".", 1)[1]: artifacts.join(path, m["path"]) for m in modules[1:]}
     # do_lower_case here would lower-case before the tokenizer; the tokenizer does it itself.
     _write_json(artifacts.join(path, "sentence_bert_config.json"),
                 {"max_seq_length": config.max_seq_len, "do_lower_case": False})
     _write_json(artifacts.join(path, "config_sentence_transformers.json"),
                 {"prompts": {}, "default_prompt_name": None, "similarity_fn_name": "cosine"})
-    tf.io.gfile.makedirs(artifacts.join(path, POOLING_DIR))
-    _write_json(artifacts.join(path, POOLING_DIR, "config.json"), {
+    for folder in folders.values():
+        tf.io.gfile.makedirs(folder)
+    _write_json(artifacts.join(folders["Pooling"], "config.json"), {
         "word_embedding_dimension": backbone.hidden_size,
-        "pooling_mode_cls_token": config.pooling == "cls",
+        "pooling_mode_cls_token": config.pooling in ("cls", "pooler"),
         "pooling_mode_mean_tokens": config.pooling == "mean",
         "pooling_mode_max_tokens": False,
         "pooling_mode_mean_sqrt_len_tokens": False,
@@ -143,5 +152,10 @@ def write_sentence_transformers(encoder: SentenceEncoder, path: str) -> None:
         "pooling_mode_lasttoken": False,
         "include_prompt": True,
     })
-    if config.normalize:
-        tf.io.gfile.makedirs(artifacts.join(path, NORMALIZE_DIR))
+    if "Dense" in folders:
+        hidden = backbone.hidden_size
+        _write_json(artifacts.join(folders["Dense"], "config.json"),
+                    {"in_features": hidden, "out_features": hidden, "bias": True, "activation_function": TANH})
+        dense = {entry.name: entry.to_hf() for entry in bert_lib.pooler_weight_map(backbone, "linear.")}
+        with tf.io.gfile.GFile(artifacts.join(folders["Dense"], "model.safetensors"), "wb") as f:
+            f.write(safetensors_bytes(dense, metadata={"format": "pt"}))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import tensorflow as tf
 
-POOLING_MODES = ("mean", "cls")
+POOLING_MODES = ("mean", "cls", "pooler")
 
 
 def masked_mean_pool(sequence_output: tf.Tensor, padding_mask: tf.Tensor) -> tf.Tensor:
@@ -32,10 +34,31 @@ def cls_pool(sequence_output: tf.Tensor) -> tf.Tensor:
     return sequence_output[:, 0, :]
 
 
-def pool(sequence_output: tf.Tensor, padding_mask: tf.Tensor, mode: str) -> tf.Tensor:
-    """Dispatches on `mode` ("mean" or "cls")."""
+def pool(sequence_output: tf.Tensor, padding_mask: tf.Tensor, mode: str,
+         pooler_output: Optional[tf.Tensor] = None) -> tf.Tensor:
+    """The sentence vector of a pooling mode.
+
+    Modes: "mean" (`masked_mean_pool`), "cls" (`cls_pool`) and "pooler": BERT's
+    pooler, tanh(dense([CLS])), which the backbone computes (its `pooled_output`;
+    Hugging Face's `pooler_output`, SimCSE's `--pooler cls` after its
+    `simcse_to_huggingface.py` has made the MLP BERT's pooler).
+
+    Args:
+        sequence_output: tf.Tensor. [batch, length, hidden] token vectors.
+        padding_mask: tf.Tensor. [batch, length], 1 for real tokens, 0 for padding.
+        mode: str. One of POOLING_MODES.
+        pooler_output: tf.Tensor or None. [batch, hidden], the backbone's pooler
+            output; needed by "pooler" only.
+
+    Returns:
+        [batch, hidden] float tensor.
+    """
     if mode == "mean":
         return masked_mean_pool(sequence_output, padding_mask)
     if mode == "cls":
         return cls_pool(sequence_output)
+    if mode == "pooler":
+        if pooler_output is None:
+            raise ValueError("Pooling mode 'pooler' needs the backbone's pooler output; got none.")
+        return pooler_output
     raise ValueError(f"Unknown pooling mode {mode!r}; expected one of {POOLING_MODES}.")

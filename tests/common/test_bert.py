@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from common.models.encoder import EncoderConfig, build_encoder, minilm_dir
 from fixtures import write_hf_bert_dir
-from numpy_bert import bert_mean_pooled
+from numpy_bert import bert_mean_pooled, bert_pooler_output
 
 SENTENCES = ["A man is playing a guitar.", "", "Crème brûlée is a dessert, isn't it?", "short"]
 
@@ -61,6 +61,31 @@ def test_wrong_checkpoint_shape_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match=r"'encoder.layer.0.intermediate.dense.weight' has shape \(64, 32\), "
                                          r"the model expects \(48, 32\)"):
         build_encoder(EncoderConfig(spec=model_dir))
+
+
+def test_pooler_pooling_gives_hugging_faces_pooler_output(tmp_path):
+    model_dir = write_hf_bert_dir(str(tmp_path / "hf"), os.path.join(minilm_dir(), "vocab.txt"))
+    encoder = build_encoder(EncoderConfig(spec=model_dir, pooling="pooler"))
+    tokens = encoder.tokenize(tf.constant(SENTENCES))
+    out = encoder(tf.constant(SENTENCES))
+    want = bert_pooler_output(model_dir, tokens["token_ids"].numpy(), tokens["padding_mask"].numpy())
+    np.testing.assert_allclose(out["embedding"].numpy(), want, atol=1e-4)
+    assert np.abs(out["embedding"].numpy() - out["sequence_output"].numpy()[:, 0]).max() > 1e-2
+    # The pooler trains when it is the embedding, and is frozen when nothing reads it.
+    assert encoder.backbone.pooled_dense.trainable
+    assert not build_encoder(EncoderConfig(spec=model_dir, pooling="cls")).backbone.pooled_dense.trainable
+
+
+def test_a_checkpoint_without_a_pooler_is_logged_when_the_pooling_needs_one(tmp_path, caplog):
+    from safetensors.numpy import load_file, save_file
+
+    model_dir = write_hf_bert_dir(str(tmp_path / "hf"), os.path.join(minilm_dir(), "vocab.txt"))
+    path = os.path.join(model_dir, "model.safetensors")
+    save_file({k: v for k, v in load_file(path).items() if ".pooler." not in k}, path)  # as BertForMaskedLM saves
+    build_encoder(EncoderConfig(spec=model_dir, pooling="mean"))
+    assert "no pooler weights" not in caplog.text
+    build_encoder(EncoderConfig(spec=model_dir, pooling="pooler"))
+    assert "has no pooler weights (pooler.dense.weight, pooler.dense.bias)" in caplog.text
 
 
 def test_exported_state_dict_is_the_checkpoint_that_was_loaded(tmp_path):

@@ -20,11 +20,12 @@ from common.evaluation.resolve import resolve_encoder, resolve_model
 from common.exporting import ExportConfig, export_model
 from common.models.bert import BertBackbone
 from common.models.encoder import SentenceEncoder, minilm_dir
-from common.models.hf_export import tokenizer_json
+from common.models.encoder import EncoderConfig, build_encoder
+from common.models.hf_export import tokenizer_json, write_sentence_transformers
 from common.models.tokenization import BertTokenizer, TokenizerConfig
 from common.training import registry
 from common.training.runs import train
-from numpy_bert import bert_mean_pooled
+from numpy_bert import bert_mean_pooled, bert_pooler_output
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Plain ASCII: keras-hub's tokenizer does not strip accents, so only such text tokenizes alike there.
@@ -141,6 +142,57 @@ def test_a_trained_run_exports_and_loads_back_to_1e_5(trained_run, tmp_path):
             resolve_encoder(bare)
     finally:
         os.rename(bare, embedding)
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_pooler_pooling_exports_as_a_dense_module_and_loads_back_exactly(normalize, tmp_path):
+    """BERT's pooler goes out twice, bit for bit: as `pooler.dense.*` (transformers' `pooler_output`)
+    and as the Dense module that sentence-transformers applies after CLS pooling; it comes back."""
+    from fixtures import write_hf_bert_dir
+    from safetensors.numpy import load_file
+
+    source = write_hf_bert_dir(str(tmp_path / "hf"), os.path.join(minilm_dir(), "vocab.txt"))
+    encoder = build_encoder(EncoderConfig(spec=source, pooling="pooler", normalize=normalize, max_seq_len=64))
+    out = tmp_path / "st"
+    out.mkdir()
+    write_sentence_transformers(encoder, str(out))
+    modules = json.load(open(out / "modules.json"))
+    kinds = ["Transformer", "Pooling", "Dense"] + ["Normalize"] * normalize
+    assert [m["type"].rsplit(".", 1)[1] for m in modules] == kinds
+    assert [m["path"] for m in modules] == ["", "1_Pooling", "2_Dense"] + ["3_Normalize"] * normalize
+    assert all((out / m["path"]).is_dir() for m in modules)
+    pooling = json.load(open(out / "1_Pooling" / "config.json"))
+    assert pooling["pooling_mode_cls_token"] and not pooling["pooling_mode_mean_tokens"]
+    assert json.load(open(out / "2_Dense" / "config.json")) == {
+        "in_features": 32, "out_features": 32, "bias": True, "activation_function": "torch.nn.modules.activation.Tanh"}
+    original = load_file(os.path.join(source, "model.safetensors"))
+    model, dense = load_file(out / "model.safetensors"), load_file(out / "2_Dense" / "model.safetensors")
+    for name in ("weight", "bias"):
+        np.testing.assert_array_equal(model[f"pooler.dense.{name}"], original[f"bert.pooler.dense.{name}"])
+        np.testing.assert_array_equal(dense[f"linear.{name}"], original[f"bert.pooler.dense.{name}"])
+
+    reloaded = build_encoder(EncoderConfig(spec=str(out)))
+    config = reloaded.encoder_config
+    assert (config.pooling, config.normalize, config.max_seq_len) == ("pooler", normalize, 64)
+    want = encoder(tf.constant(ASCII))["embedding"].numpy()
+    np.testing.assert_allclose(reloaded(tf.constant(ASCII))["embedding"].numpy(), want, atol=1e-6)
+    if not normalize:  # transformers' pooler_output, from the folder alone
+        tokens = encoder.tokenize(tf.constant(ASCII))
+        np.testing.assert_allclose(bert_pooler_output(str(out), tokens["token_ids"].numpy(),
+                                                      tokens["padding_mask"].numpy()), want, atol=1e-4)
+
+
+def test_a_dense_module_other_than_berts_pooler_is_refused(tmp_path):
+    from fixtures import write_hf_bert_dir
+
+    source = write_hf_bert_dir(str(tmp_path / "hf"), os.path.join(minilm_dir(), "vocab.txt"))
+    out = tmp_path / "st"
+    out.mkdir()
+    write_sentence_transformers(build_encoder(EncoderConfig(spec=source, pooling="pooler", max_seq_len=64)), str(out))
+    config = out / "2_Dense" / "config.json"
+    config.write_text(config.read_text().replace("activation.Tanh", "linear.Identity"))
+    with pytest.raises(ValueError, match="2_Dense: a Dense module is supported only as BERT's pooler"):
+        build_encoder(EncoderConfig(spec=str(out)))
 
 
 def test_keras_hub_loads_the_folder(large_weights_export, trained_run, tmp_path):

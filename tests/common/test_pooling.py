@@ -23,3 +23,11 @@ def test_cls_and_dispatch():
     np.testing.assert_allclose(pool(seq, tf.ones([2, 3]), "cls"), cls_pool(seq))
     with pytest.raises(ValueError, match="Unknown pooling mode 'max'"):
         pool(seq, tf.ones([2, 3]), "max")
+
+
+def test_pooler_mode_is_the_backbones_pooler_output():
+    seq = tf.reshape(tf.range(12, dtype=tf.float32), [2, 3, 2])
+    pooler_output = tf.constant([[0.5, -0.5], [0.25, 0.75]])
+    np.testing.assert_array_equal(pool(seq, tf.ones([2, 3]), "pooler", pooler_output), pooler_output)
+    with pytest.raises(ValueError, match="'pooler' needs the backbone's pooler output"):
+        pool(seq, tf.ones([2, 3]), "pooler")

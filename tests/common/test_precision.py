@@ -116,7 +116,7 @@ def _train_steps(model, data, steps=3):
 def test_simcse_trains_in_the_precision(precision):
     from simcse_tf.model import SimcseModel
 
-    model = SimcseModel(_tiny(precision), mode="unsup", use_mlp=True)
+    model = SimcseModel(_tiny(precision, pooling="cls"), mode="unsup", mlp=True)
     tokens = model.encoder.tokenizer(tf.constant(SENTENCES))
     losses, moved = _train_steps(model, {"sentences": tokens})
     assert np.all(np.isfinite(losses)) and moved > 1e-4
@@ -144,7 +144,7 @@ def test_masked_lm_trains_in_the_precision(precision):
 def test_loss_scale_halves_on_overflow_skips_the_update_and_grows_after_finite_steps():
     from simcse_tf.model import SimcseModel
 
-    model = SimcseModel(_tiny("fp16"), mode="unsup", use_mlp=False)
+    model = SimcseModel(_tiny("fp16"), mode="unsup")
     scale = model.loss_scale
     scale.scale.assign(2.0 ** 15)
     scale.update(tf.constant(False))

@@ -16,8 +16,35 @@ SENTENCES = ["a man plays a guitar .", "two dogs run outside .", "a child eats a
 
 
 def _model(dropout):
-    encoder = build_encoder(EncoderConfig(spec="tiny", max_seq_len=16, dropout=dropout, seed=2))
-    return SimcseModel(encoder, mode="unsup", use_mlp=True)
+    encoder = build_encoder(EncoderConfig(spec="tiny", max_seq_len=16, dropout=dropout, seed=2, pooling="cls"))
+    return SimcseModel(encoder, mode="unsup", mlp=True)
+
+
+def _mlp(seed, pooling="cls"):
+    """The MLP's kernel and bias as SimcseModel initialises them, on a fresh tiny BERT (hidden 32)."""
+    encoder = build_encoder(EncoderConfig(spec="tiny", max_seq_len=16, seed=2, pooling=pooling))
+    model = SimcseModel(encoder, mode="unsup", mlp=True, seed=seed)
+    dense = encoder.backbone.pooled_dense
+    assert dense.trainable and any(v is dense.kernel for v in model.trainable_variables)
+    return dense.kernel.numpy(), dense.bias.numpy()
+
+
+def test_the_mlp_starts_as_the_official_one_and_its_seed_determines_it():
+    kernel, bias = _mlp(seed=7)
+    # princeton-nlp/SimCSE: BERT's _init_weights, N(0, 0.02) kernel, zero bias. 1,024 draws: the
+    # standard deviation within 10%, the mean within 3 standard errors (0.02 / 32 each).
+    assert kernel.shape == (32, 32) and abs(kernel.std() - 0.02) < 0.002 and abs(kernel.mean()) < 0.002
+    np.testing.assert_array_equal(bias, 0.0)
+    # A normal, not BERT's truncated normal: about 47 of 1,024 values lie beyond 2 stddev.
+    assert (np.abs(kernel) > 0.04).sum() > 10
+    np.testing.assert_array_equal(_mlp(seed=7, pooling="pooler")[0], kernel)
+    assert np.abs(_mlp(seed=8)[0] - kernel).max() > 1e-3
+
+
+def test_flag_combinations_that_make_no_sense_are_refused():
+    encoder = build_encoder(EncoderConfig(spec="tiny", max_seq_len=16, pooling="mean"))
+    with pytest.raises(ValueError, match=r"the encoder's pooling must be one of \('cls', 'pooler'\); got 'mean'"):
+        SimcseModel(encoder, mlp=True)
 
 
 def test_without_dropout_the_views_are_identical_and_the_loss_is_minimal():
@@ -46,6 +73,46 @@ def test_dropout_makes_the_views_differ():
     assert np.abs(v1 - v2).max() > 1e-4
     np.testing.assert_array_equal(model.embed_for_training(tokens, training=False).numpy(),
                                   model.embed_for_training(tokens, training=False).numpy())
+
+
+def _numpy_cls_and_mlp(run_dir, cls):
+    """The published weights' MLP (BERT's pooler) applied to [CLS] vectors, in NumPy."""
+    prefix = tf.train.latest_checkpoint(f"{run_dir}/weights")
+    names = [name for name, _ in tf.train.list_variables(prefix)]
+    reader = tf.train.load_checkpoint(prefix)
+    kernel, bias = (reader.get_tensor(next(n for n in names if f"/pooled_dense/{w}/" in n))
+                    for w in ("_kernel", "bias"))
+    return np.tanh(cls @ kernel + bias)
+
+
+@pytest.mark.parametrize("mode", ["unsup", "sup"])
+def test_a_published_run_scores_with_the_official_test_time_pooler(mode, tmp_path):
+    """unsup: [CLS] before the MLP (official `cls_before_pooler`); sup: [CLS] -> MLP (`cls`, BERT's pooler)."""
+    from common import SentenceModel
+    from common.evaluation.resolve import resolve_encoder, resolve_model
+    from common.training.runs import train
+
+    settings = {**registry.get("simcse").smoke(str(tmp_path / "data")), "artifacts_dir": str(tmp_path / "artifacts"),
+                "train_epochs": 1, "train_steps_per_epoch": 2, "eval_each_epoch": False, "simcse_mode": mode}
+    if mode == "sup":
+        settings["train_data"] = [write_nli_jsonl(str(tmp_path / "data" / "nli.jsonl"))]
+    config = registry.build_config("simcse", settings)
+    assert config.options.pooling == {"unsup": "cls_mlp", "sup": "cls_mlp_test"}[mode]
+    run_id = train(config)["run_id"]
+    run_dir = str(tmp_path / "artifacts" / "model" / run_id)
+    encoder = resolve_encoder(run_id, artifacts_dir=str(tmp_path / "artifacts"))
+    assert encoder.encoder_config.pooling == {"unsup": "cls", "sup": "pooler"}[mode]
+    cls = encoder(tf.constant(SENTENCES))["sequence_output"].numpy()[:, 0]
+    through_mlp = _numpy_cls_and_mlp(run_dir, cls)
+    want = through_mlp if mode == "sup" else cls
+    # The embedding SavedModel (what test_sts.py and senteval_eval.py score), the encoder rebuilt from
+    # the weights checkpoint (what export.py exports) and SentenceModel.
+    published = resolve_model(run_id, artifacts_dir=str(tmp_path / "artifacts")).embed(SENTENCES, progress=False)
+    np.testing.assert_allclose(published, want, atol=1e-5)
+    np.testing.assert_allclose(encoder(tf.constant(SENTENCES))["embedding"].numpy(), want, atol=1e-5)
+    model = SentenceModel(run_id, artifacts_dir=str(tmp_path / "artifacts"))
+    np.testing.assert_allclose(model.encode(SENTENCES), want, atol=1e-5)
+    assert np.abs(through_mlp - cls).max() > 1e-2  # the two poolers differ: the test can fail
 
 
 def test_supervised_mode_one_replica_equals_two_replicas(tmp_path):
