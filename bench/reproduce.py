@@ -283,7 +283,7 @@ def main(argv):
             raise FileNotFoundError(f"--start={FLAGS.start}: no such directory; give a pretrained BERT folder "
                                     "(e.g. one bench/hf_pretrain.py wrote) or leave --start empty to pretrain here.")
         raw = os.path.abspath(FLAGS.start)
-        ladder.record_start(raw)
+        ladder.record_start(FLAGS.start)  # as given: the results page names no path of this machine
     else:
         epochs = FLAGS.pretrain_epochs
         raw = ladder.run("pretrain", "mlm", dict(
