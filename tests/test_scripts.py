@@ -64,6 +64,37 @@ def test_a_flag_absl_cannot_parse_is_one_line_and_exit_2(script, flag, says, tmp
     assert _run([os.path.join(ROOT, script), "--helpshort"], cwd=str(tmp_path)).stdout.count("--") > 3
 
 
+# Runs a root script as `python <script>` would, after replacing `resolve_model` (which test_sts.py calls
+# first) with one that raises the exception given as sys.argv[1]: a defect or a user error deep in a run.
+INJECT = """
+import runpy, sys
+from common import cli  # noqa: F401
+import common.evaluation.resolve as resolve
+from common.errors import UserError
+error = {"internal": ValueError("an internal invariant broke"), "user": UserError("--model: no such model")}[sys.argv[1]]
+def resolve_model(*args, **kwargs):
+    raise error
+resolve.resolve_model = resolve_model
+script = sys.argv[2]
+sys.argv = [script, *sys.argv[3:]]
+runpy.run_path(script, run_name="__main__")
+"""
+
+
+def test_a_defect_shows_its_traceback_and_exits_1_a_user_error_is_one_line(tmp_path):
+    data = write_sts_root(str(tmp_path / "data"))
+    args = [os.path.join(ROOT, "test_sts.py"), "--model=tiny", f"--data_path={data}"]
+    internal = _run(["-c", INJECT, "internal", *args], cwd=str(tmp_path))
+    assert internal.returncode == 1, internal.stderr[-2000:]
+    assert "Traceback" in internal.stderr and "in resolve_model" in internal.stderr
+    assert internal.stderr.strip().splitlines()[-1] == "ValueError: an internal invariant broke"
+    user = _run(["-c", INJECT, "user", *args], cwd=str(tmp_path))
+    assert user.returncode == 2, user.stderr[-2000:]
+    assert "Traceback" not in user.stderr
+    assert user.stderr.strip().splitlines()[-1] == ("test_sts.py: --model: no such model "
+                                                     "(--verbose shows the traceback)")
+
+
 LOAD_PLAIN = """
 import json, sys
 import tensorflow as tf
