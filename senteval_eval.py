@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import sys
 
-import tensorflow as tf
 from absl import app, flags
 
 from common import cli  # first: it quiets TensorFlow's start-up
 
+import tensorflow as tf  # noqa: E402  (after cli)
 from common import artifacts
 from common.errors import UserError
 from common.flags import define_data_flags, define_model_flags

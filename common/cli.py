@@ -25,11 +25,14 @@ VERBOSE_REQUESTED = any(arg in ("--verbose", "--verbose=true", "--verbose=True")
 
 
 def _load_tensorflow_quietly() -> None:
-    """Imports TensorFlow with file descriptor 2 pointed at /dev/null.
+    """Imports TensorFlow and lists its physical devices with file descriptor 2 pointed at /dev/null.
 
     TensorFlow 2.21 writes its start-up lines (CUDA probing, CPU features, "All log messages
     before absl::InitializeLog()") through C++ logging before TF_CPP_MIN_LOG_LEVEL applies;
-    only the descriptor itself can hold them back. Python errors still surface afterwards.
+    only the descriptor itself can hold them back. The CUDA driver probe of a machine without
+    a GPU ("failed call to cuInit: ... CUDA error") is logged at ERROR level when the devices
+    are first listed, which would otherwise be the script's first TensorFlow operation.
+    Python errors still surface afterwards.
     """
     try:
         fd = sys.stderr.fileno()
@@ -39,9 +42,11 @@ def _load_tensorflow_quietly() -> None:
     saved, devnull = os.dup(fd), os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, fd)
     try:
-        # Only the import: initialising devices here would come before a MultiWorkerMirroredStrategy,
-        # which must be created first.
-        import tensorflow  # noqa: F401
+        import tensorflow
+
+        # Listing the physical devices probes the platforms (CUDA included) without initialising the
+        # runtime: a MultiWorkerMirroredStrategy, which must come first, can still be created.
+        tensorflow.config.list_physical_devices()
     finally:
         os.dup2(saved, fd)
         os.close(saved)
