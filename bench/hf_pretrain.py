@@ -40,8 +40,6 @@ import time
 import numpy as np
 from absl import app, flags
 
-from common import cli  # first: it quiets TensorFlow's start-up
-
 flags.DEFINE_enum("mode", "pretrain", ["pretrain", "throughput"], "Pretrain a model, or time training steps.")
 flags.DEFINE_string("windows", None, "The .npz written by bench/pack_books.py.")
 flags.DEFINE_string("out_dir", None, "Where the Hugging Face folder and pretraining.json are written (pretrain).")
@@ -380,4 +378,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    cli.run(main)
+    app.run(main)
