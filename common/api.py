@@ -18,6 +18,7 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
+from common.errors import UserError
 from common.evaluation.resolve import resolve_model
 from common.models.precision import DEFAULT_PRECISION
 
@@ -35,12 +36,12 @@ def _as_matrix(embeddings, argument: str) -> np.ndarray:
     """[dim] or [N, dim] numbers -> float32 [N, dim]."""
     array = np.asarray(embeddings)
     if array.dtype.kind not in "fiu":
-        raise ValueError(f"similarity: {argument} must be embeddings (numbers, e.g. from encode()), "
+        raise UserError(f"similarity: {argument} must be embeddings (numbers, e.g. from encode()), "
                          f"got an array of dtype {array.dtype}; encode sentences first.")
     if array.ndim == 1:
         array = array[None, :]
     if array.ndim != 2:
-        raise ValueError(f"similarity: {argument} must be one embedding [dim] or a matrix [n, dim], "
+        raise UserError(f"similarity: {argument} must be one embedding [dim] or a matrix [n, dim], "
                          f"got shape {array.shape}.")
     return array.astype(np.float32, copy=False)
 
@@ -56,11 +57,11 @@ def similarity(a, b) -> np.ndarray:
         float32 array [n, m] (a 1-D input counts as one row).
 
     Raises:
-        ValueError: for inputs that are not 1-D or 2-D numbers, or of different widths.
+        UserError: for inputs that are not 1-D or 2-D numbers, or of different widths.
     """
     a, b = _as_matrix(a, "a"), _as_matrix(b, "b")
     if a.shape[1] != b.shape[1]:
-        raise ValueError(f"similarity: a has {a.shape[1]} dimensions and b {b.shape[1]}; "
+        raise UserError(f"similarity: a has {a.shape[1]} dimensions and b {b.shape[1]}; "
                          "compare embeddings of the same model.")
     return _unit_rows(a) @ _unit_rows(b).T  # [n, m]
 
@@ -86,7 +87,7 @@ class SentenceModel:
             or TFLite file takes only fp32. Defaults to "fp32".
 
     Raises:
-        ValueError: for a value that is not a model, naming the valid forms.
+        UserError: for a value that is not a model, naming the valid forms.
         FileNotFoundError: for a run ID or path that does not exist.
     """
 
@@ -94,7 +95,7 @@ class SentenceModel:
                  gcs_bucket: Optional[str] = None, max_seq_len: Optional[int] = None,
                  precision: str = DEFAULT_PRECISION):
         if not isinstance(model, str) or not model.strip():
-            raise ValueError(f"SentenceModel needs a model: an encoder spec such as 'minilm', a run ID "
+            raise UserError(f"SentenceModel needs a model: an encoder spec such as 'minilm', a run ID "
                              f"YYYYMMDD-HHMMSS or a path; got {model!r}.")
         self._embedder = resolve_model(model, artifacts_dir=artifacts_dir, model_location=model_location,
                                        gcs_bucket=gcs_bucket, max_seq_len=max_seq_len, precision=precision)
@@ -125,15 +126,15 @@ class SentenceModel:
             float32 array [len(sentences), dim], or [dim] for a single str.
 
         Raises:
-            ValueError: for an empty list, an item that is not a str, or batch_size < 1.
+            UserError: for an empty list, an item that is not a str, or batch_size < 1.
         """
         single = isinstance(sentences, str)
         batch = [sentences] if single else list(sentences)
         if not batch:
-            raise ValueError("encode: no sentences given; pass a str or a non-empty list of str.")
+            raise UserError("encode: no sentences given; pass a str or a non-empty list of str.")
         for i, sentence in enumerate(batch):
             if not isinstance(sentence, str):
-                raise ValueError(f"encode: sentences must be str, got {type(sentence).__name__} at index {i}.")
+                raise UserError(f"encode: sentences must be str, got {type(sentence).__name__} at index {i}.")
         embeddings = self._embedder.embed(batch, batch_size=batch_size, progress=show_progress_bar)
         if normalize:
             embeddings = _unit_rows(embeddings)

@@ -9,6 +9,7 @@ from typing import Dict, List, Sequence, Tuple
 from absl import flags
 
 from common.artifacts import MODEL_LOCATIONS
+from common.errors import UserError
 from common.training import registry
 from common.training.config import SECTIONS, EncoderSection, RunSection, TrainConfig, field_types, flag_name
 
@@ -131,7 +132,7 @@ def train_config_from_flags(flag_values: flags.FlagValues, owners: Dict[str, Lis
     """The TrainConfig the command line asks for.
 
     Raises:
-        ValueError: for a flag that the chosen method does not use (naming it and
+        UserError: for a flag that the chosen method does not use (naming it and
             the methods that do), or flags given with --resume that it would ignore.
     """
     given = given_settings(flag_values, list(owners))
@@ -141,7 +142,7 @@ def train_config_from_flags(flag_values: flags.FlagValues, owners: Dict[str, Lis
 
         saved = load_run_config(flag_values["artifacts_dir"].value or RunSection.artifacts_dir, given["resume"])
         if flag_values["method"].present and method != saved.method:
-            raise ValueError(f"--resume={given['resume']} is a {saved.method} run, not --method={method}; "
+            raise UserError(f"--resume={given['resume']} is a {saved.method} run, not --method={method}; "
                              "resume without --method.")
         resumed = saved.replace(**given)
         resume_changes(saved, resumed)  # refuses, naming them, the settings a resumed run may not change
@@ -149,6 +150,6 @@ def train_config_from_flags(flag_values: flags.FlagValues, owners: Dict[str, Lis
     unused = [name for name in given if method not in owners[name]]
     if unused:
         details = "; ".join(f"--{n} is a setting of {', '.join(owners[n])}" for n in unused)
-        raise ValueError(f"--method={method} does not use {', '.join('--' + n for n in unused)} ({details}). "
+        raise UserError(f"--method={method} does not use {', '.join('--' + n for n in unused)} ({details}). "
                          "Remove the flag, or choose the method it belongs to.")
     return registry.build_config(method, given)

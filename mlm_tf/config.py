@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from common.errors import UserError
 from common.training.config import option
 
 # Where masked-LM pretraining's defaults differ from the shared sections': a fresh BERT-tiny on the
@@ -26,4 +27,4 @@ class MlmOptions:
 
     def validate(self, config) -> None:
         if not 0 < self.mask_rate < 1:
-            raise ValueError(f"--mask_rate must be in (0, 1), got {self.mask_rate}.")
+            raise UserError(f"--mask_rate must be in (0, 1), got {self.mask_rate}.")

@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from common import artifacts
 from common.artifacts import LATEST, model_path
+from common.errors import UserError
 from common.evaluation.embedding import embed_sentences, score_sentence_pairs
 from common.models.encoder import (VALID_SPECS_HELP, EncoderConfig, SentenceEncoder, build_encoder, is_artifact_dir,
                                    is_hf_bert_dir, is_saved_model_dir)
@@ -155,7 +156,7 @@ def _refuse_cross_encoder(path: str) -> None:
     """Raises when `path` (or its `cross/`) is a cross-encoder and no bi-encoder was found."""
     for candidate in (path, artifacts.join(path, CROSS_SUBDIR)):
         if is_saved_model_dir(candidate) and _cross_saved_model(candidate) is not None:
-            raise ValueError(
+            raise UserError(
                 f"{candidate} is a cross-encoder ((sentence1, sentence2) -> score): it scores pairs, it does not "
                 f"embed sentences, so cosine similarity cannot score it. Run test_sts.py with --mode=cross.")
 
@@ -169,13 +170,13 @@ def resolve_cross_model(model: str, artifacts_dir: str = "artifacts", model_loca
             or a cross-encoder SavedModel ((sentence1, sentence2) -> score).
 
     Raises:
-        ValueError: for an encoder spec or a model without a cross-encoder, saying
+        UserError: for an encoder spec or a model without a cross-encoder, saying
             to use --mode=bi.
         FileNotFoundError: for a run ID or path that does not exist.
     """
     path = model_path(model, artifacts_dir, model_location, gcs_bucket)
     if path is None:
-        raise ValueError(f"--mode=cross needs a cross-encoder (a run ID or directory with {CROSS_SUBDIR}/, or a "
+        raise UserError(f"--mode=cross needs a cross-encoder (a run ID or directory with {CROSS_SUBDIR}/, or a "
                          f"(sentence1, sentence2) -> score SavedModel); {model!r} is an encoder spec, a bi-encoder: "
                          "score it with --mode=bi.")
     _require_gs_path(path)
@@ -188,7 +189,7 @@ def resolve_cross_model(model: str, artifacts_dir: str = "artifacts", model_loca
             fn = _cross_saved_model(candidate)
             if fn is not None:
                 return CrossScorer(name, candidate, fn, _trained_on(path))
-    raise ValueError(f"{path}: no cross-encoder ({CROSS_SUBDIR}/saved_model.pb with a (sentence1, sentence2) -> "
+    raise UserError(f"{path}: no cross-encoder ({CROSS_SUBDIR}/saved_model.pb with a (sentence1, sentence2) -> "
                      "score signature); it is a bi-encoder or an encoder: score it with --mode=bi.")
 
 
@@ -231,7 +232,7 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
             and take only fp32. Defaults to "fp32".
 
     Raises:
-        ValueError: for an unknown form, listing the valid ones, or a precision
+        UserError: for an unknown form, listing the valid ones, or a precision
             the model cannot take.
         FileNotFoundError: for a run ID or path that does not exist.
     """
@@ -249,7 +250,7 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
             return _encoder_embedder(name, path, EncoderConfig(spec=path, max_seq_len=max_seq_len, precision=precision),
                                      _trained_on(path))
         if _tflite_file(path) is not None or (is_saved_model_dir(path) and _embedding_saved_model(path)[0] is not None):
-            raise ValueError(f"--precision={precision}: {path} is an exported model, which computes as it was "
+            raise UserError(f"--precision={precision}: {path} is an exported model, which computes as it was "
                              "exported (float32); use --precision=fp32, or pass the run it came from (its run ID or "
                              "artifact directory), whose encoder is rebuilt from its weights.")
     if path is not None:
@@ -267,7 +268,7 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
         _refuse_cross_encoder(path)
         if is_saved_model_dir(path) or is_hf_bert_dir(path):
             return _encoder_embedder(name, path, EncoderConfig(spec=path, max_seq_len=max_seq_len, precision=precision))
-        raise ValueError(
+        raise UserError(
             f"{path}: not a model directory; expected an artifact (embedding/saved_model.pb), "
             "an embedding SavedModel, a TF-Hub-format BERT SavedModel, a Hugging Face BERT directory "
             "or a TFLite export (model.tflite)."
@@ -281,7 +282,7 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
 def _raise_unknown_model(model: str, error: ValueError):
     """Re-raises an unknown encoder spec as the --model message naming every accepted form; else `error`."""
     if "Unknown encoder spec" in str(error):
-        raise ValueError(
+        raise UserError(
             f"Unknown --model {model!r}. Valid forms: a run ID YYYYMMDD-HHMMSS under "
             f"<artifacts_dir>/model/, a local or gs:// path, or {VALID_SPECS_HELP}."
         ) from None
@@ -307,7 +308,7 @@ def resolve_encoder(model: str, artifacts_dir: str = "artifacts", model_location
     A run's `embedding/` folder stands for its run.
 
     Raises:
-        ValueError: for an exported model or an unknown form, naming what is accepted.
+        UserError: for an exported model or an unknown form, naming what is accepted.
         FileNotFoundError: for a run ID or path that does not exist.
     """
     path = model_path(model, artifacts_dir, model_location, gcs_bucket)
@@ -319,11 +320,11 @@ def resolve_encoder(model: str, artifacts_dir: str = "artifacts", model_location
         if path.rstrip("/").endswith("/" + EMBEDDING_SUBDIR) and is_artifact_dir(parent):
             path = parent
         if not (is_artifact_dir(path) or is_hf_bert_dir(path) or is_saved_model_dir(path)):
-            raise ValueError(f"{path}: no encoder to export; expected a run's directory (config.json, weights/), a "
+            raise UserError(f"{path}: no encoder to export; expected a run's directory (config.json, weights/), a "
                              "Hugging Face BERT directory (config.json, model.safetensors, vocab.txt) or a "
                              "TF-Hub-format BERT SavedModel.")
         if is_saved_model_dir(path) and not is_artifact_dir(path) and _embedding_saved_model(path)[0] is not None:
-            raise ValueError(f"{path} is an exported embedding SavedModel: a traced graph without the encoder it "
+            raise UserError(f"{path} is an exported embedding SavedModel: a traced graph without the encoder it "
                              "came from. Export the run it belongs to (its run ID or artifact directory).")
         spec = path
     try:

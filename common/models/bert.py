@@ -21,6 +21,7 @@ from absl import logging
 from keras_hub.layers import PositionEmbedding, ReversibleEmbedding, TransformerEncoder
 from keras_hub.src.layers.modeling.transformer_layer_utils import merge_padding_and_attention_mask
 
+from common.errors import UserError
 from common.models import precision as precision_lib
 
 # HF `hidden_act` -> Keras activation. "gelu" in HF BERT is the exact erf form.
@@ -134,10 +135,10 @@ class BertConfig:
         with tf.io.gfile.GFile(path, "r") as f:
             cfg = json.load(f)
         if cfg.get("model_type", "bert") != "bert":
-            raise ValueError(f"{path}: expected model_type 'bert', got {cfg.get('model_type')!r}.")
+            raise UserError(f"{path}: expected model_type 'bert', got {cfg.get('model_type')!r}.")
         act = cfg.get("hidden_act", "gelu")
         if act not in _HF_ACTIVATIONS:
-            raise ValueError(f"{path}: unsupported hidden_act {act!r}; expected one of {sorted(_HF_ACTIVATIONS)}.")
+            raise UserError(f"{path}: unsupported hidden_act {act!r}; expected one of {sorted(_HF_ACTIVATIONS)}.")
         try:
             return cls(
                 vocab_size=cfg["vocab_size"],
@@ -152,7 +153,7 @@ class BertConfig:
                 activation=_HF_ACTIVATIONS[act],
             )
         except KeyError as e:
-            raise ValueError(f"{path}: missing key {e} in the BERT config.") from None
+            raise UserError(f"{path}: missing key {e} in the BERT config.") from None
 
     def to_hf_config(self, pad_token_id: int = 0) -> Dict[str, Any]:
         """A Hugging Face `BertModel` `config.json` that `from_hf_config` reads back as this config.
@@ -396,7 +397,7 @@ def assign_hf_tensors(entries: List[HFTensor], tensors: Mapping[str, np.ndarray]
         The names of the optional entries the checkpoint lacks (their variables keep their values).
 
     Raises:
-        ValueError: naming the tensor that is missing or has the wrong shape.
+        UserError: naming the tensor that is missing or has the wrong shape.
     """
     absent = []
     for entry in entries:
@@ -405,9 +406,9 @@ def assign_hf_tensors(entries: List[HFTensor], tensors: Mapping[str, np.ndarray]
             if entry.optional:
                 absent.append(entry.name)
                 continue
-            raise ValueError(f"{source}: tensor {entry.name!r} not found; is this a BERT checkpoint?")
+            raise UserError(f"{source}: tensor {entry.name!r} not found; is this a BERT checkpoint?")
         if tuple(value.shape) != entry.hf_shape:
-            raise ValueError(
+            raise UserError(
                 f"{source}: tensor {entry.name!r} has shape {tuple(value.shape)}, "
                 f"the model expects {entry.hf_shape} (config mismatch?)."
             )
@@ -431,7 +432,7 @@ def load_hf_weights(backbone: BertBackbone, safetensors_path: str, uses_pooler: 
             from a run's weights). Defaults to False.
 
     Raises:
-        ValueError: naming the tensor that is missing or has the wrong shape.
+        UserError: naming the tensor that is missing or has the wrong shape.
     """
     t = hf_tensors(safetensors_path)
     absent = assign_hf_tensors(hf_weight_map(backbone), t, safetensors_path)

@@ -29,6 +29,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from common.errors import UserError
 from common.models import bert as bert_lib
 from common.models import hub_backbone
 from common.models import precision as precision_lib
@@ -120,7 +121,7 @@ def sentence_transformers_settings(model_dir: str) -> Dict[str, Any]:
         the folder defines (empty for a plain HF BERT folder).
 
     Raises:
-        ValueError: for a pooling mode or a Dense module this toolkit does not implement.
+        UserError: for a pooling mode or a Dense module this toolkit does not implement.
     """
     settings: Dict[str, Any] = {}
     modules_path = _join(model_dir, "modules.json")
@@ -135,7 +136,7 @@ def sentence_transformers_settings(model_dir: str) -> Dict[str, Any]:
             follows_cls = after_pooling and settings["pooling"] == "cls"
             if not (follows_cls and cfg.get("in_features") == cfg.get("out_features") and cfg.get("bias", True)
                     and cfg.get("activation_function", "").endswith(".Tanh")):
-                raise ValueError(f"{model_dir}/{m['path']}: a Dense module is supported only as BERT's pooler (square, "
+                raise UserError(f"{model_dir}/{m['path']}: a Dense module is supported only as BERT's pooler (square, "
                                  f"with bias and tanh, right after CLS pooling); got {cfg}.")
             settings["pooling"], settings["pooler_dir"] = "pooler", _join(model_dir, m["path"])
         if m.get("type", "").endswith(".Pooling"):
@@ -143,7 +144,7 @@ def sentence_transformers_settings(model_dir: str) -> Dict[str, Any]:
             modes = [k for k, v in cfg.items() if k.startswith("pooling_mode_") and v]
             names = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls"}
             if len(modes) != 1 or modes[0] not in names:
-                raise ValueError(
+                raise UserError(
                     f"{model_dir}/{m['path']}/config.json: pooling {modes} is not supported; "
                     f"expected exactly one of {sorted(names)}."
                 )
@@ -210,7 +211,7 @@ class SentenceEncoder(keras.Model):
                  config: EncoderConfig, pretrained_head_tensors: Optional[Dict[str, np.ndarray]] = None, **kwargs):
         super().__init__(**kwargs)
         if pooling not in POOLING_MODES:
-            raise ValueError(f"Unknown pooling {pooling!r}; expected one of {POOLING_MODES}.")
+            raise UserError(f"Unknown pooling {pooling!r}; expected one of {POOLING_MODES}.")
         self.tokenizer = tokenizer
         self.backbone = backbone
         if isinstance(backbone, bert_lib.BertBackbone):
@@ -339,11 +340,11 @@ def _resolve_spec(spec: str) -> tuple[str, str]:
             return "hf", spec
         if is_saved_model_dir(spec):
             return "hub", spec
-        raise ValueError(
+        raise UserError(
             f"{spec}: neither a train.py artifact (config.json, weights/), a Hugging Face BERT directory "
             "(config.json, model.safetensors, vocab.txt) nor a SavedModel directory (saved_model.pb)."
         )
-    raise ValueError(f"Unknown encoder spec {spec!r}; {VALID_SPECS_HELP}.")
+    raise UserError(f"Unknown encoder spec {spec!r}; {VALID_SPECS_HELP}.")
 
 
 def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
@@ -356,7 +357,7 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
         A SentenceEncoder whose `tokenizer` and `backbone` are ready to use.
 
     Raises:
-        ValueError: for an unknown spec or an inconsistent model directory.
+        UserError: for an unknown spec or an inconsistent model directory.
         FileNotFoundError: when a required file is missing.
     """
     precision_lib.check_precision(config.precision)
@@ -366,7 +367,7 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
     settings: Dict[str, Any] = {}
     head_tensors: Dict[str, np.ndarray] = {}
     if kind == "hub" and precision_lib.is_mixed(config.precision):
-        raise ValueError(f"--precision={config.precision} needs a BERT built by this toolkit (minilm, a Hugging Face "
+        raise UserError(f"--precision={config.precision} needs a BERT built by this toolkit (minilm, a Hugging Face "
                          f"BERT directory, a fresh BERT or a train.py run); {config.spec} is a TF-Hub SavedModel, "
                          "whose graph computes in float32: use --precision=fp32.")
     if kind == "hub":
@@ -417,7 +418,7 @@ def _fresh_bert_config(spec: str, vocab_size: int) -> bert_lib.BertConfig:
                                    intermediate_size=4 * hidden)
     bert_config = bert_lib.BertConfig.from_hf_config(spec)
     if bert_config.vocab_size != vocab_size:
-        raise ValueError(f"{spec}: vocab_size {bert_config.vocab_size} does not match the uncased WordPiece "
+        raise UserError(f"{spec}: vocab_size {bert_config.vocab_size} does not match the uncased WordPiece "
                          f"vocabulary ({vocab_size} entries) that fresh BERTs use.")
     return bert_config
 

@@ -33,6 +33,7 @@ from typing import Any, Dict, List
 import tensorflow as tf
 
 from common import artifacts
+from common.errors import UserError
 from common.models import bert as bert_lib
 from common.models.encoder import SentenceEncoder
 from common.models.tokenization import SPECIAL_TOKENS
@@ -102,14 +103,14 @@ def write_sentence_transformers(encoder: SentenceEncoder, path: str) -> None:
             (`common.artifacts.write_atomically`).
 
     Raises:
-        ValueError: for an encoder whose backbone is a TF Hub SavedModel (its
+        UserError: for an encoder whose backbone is a TF Hub SavedModel (its
             variables have no Hugging Face names to write).
     """
     from safetensors.numpy import save as safetensors_bytes
 
     backbone = encoder.backbone
     if not isinstance(backbone, bert_lib.BertBackbone):
-        raise ValueError("Only BERT encoders built by this toolkit (minilm, Hugging Face BERT folders, fresh BERTs "
+        raise UserError("Only BERT encoders built by this toolkit (minilm, Hugging Face BERT folders, fresh BERTs "
                          "and runs trained from them) can be exported to Hugging Face's format; this one wraps a "
                          f"TF Hub SavedModel ({getattr(backbone, 'handle', 'unknown')}), whose variables have no "
                          "Hugging Face names.")
