@@ -79,8 +79,11 @@ class SentenceModel:
         model_location: str. "local", or "gcs" to read run IDs from
             `gs://<gcs_bucket>/model/<ID>`. Defaults to "local".
         gcs_bucket: str. Bucket for `model_location="gcs"`.
-        max_seq_len: int. Truncation length for encoder specs (sentence-transformers'
-            `max_seq_length`); exported models keep their own. Defaults to the model's.
+        max_seq_len: int. Truncation length in tokens (sentence-transformers'
+            `max_seq_length`). Defaults to the model's own maximum (256 for MiniLM,
+            else the position embeddings: 512 for BERTs), never the length a run
+            trained at; a run is rebuilt from its weights for another length, an
+            exported SavedModel or TFLite file takes only its own.
         precision: str. "fp32", "bf16" (Keras mixed_bfloat16: float32 weights,
             bfloat16 matmuls) or "fp16"; embeddings are float32 in each. bf16 and
             fp16 rebuild a run's encoder from its weights; an exported SavedModel

@@ -34,7 +34,8 @@ class ExportConfig:
         artifacts_dir: str. Where run IDs are looked up. Defaults to "artifacts".
         model_location: str. "local" or "gcs". Defaults to "local".
         gcs_bucket: str or None. Bucket for `model_location="gcs"`.
-        max_seq_len: int or None. Truncation length; None keeps the model's.
+        max_seq_len: int or None. Truncation length; None: the model's own maximum
+            (`SentenceEncoder.model_max_seq_len`), not the length a run trained at.
     """
 
     model: str

@@ -269,6 +269,11 @@ class BertBackbone(keras.Model):
     def layer_norm_epsilon(self) -> float:
         return self.config.layer_norm_eps
 
+    @property
+    def max_position_embeddings(self) -> int:
+        """The longest input the position table covers."""
+        return self.config.max_position_embeddings
+
     def token_embedding_matrix(self):
         """The [vocab, hidden] token-embedding variable (tied MLM heads read it)."""
         return self.token_embedding.embeddings

@@ -63,7 +63,9 @@ class EncoderConfig:
     Attributes:
         spec: str. See the module docstring. Defaults to "minilm".
         max_seq_len: int or None. Truncation length incl. [CLS]/[SEP]; None takes
-            sentence-transformers' `max_seq_length` where the model has one, else 128.
+            the model's own maximum (`SentenceEncoder.model_max_seq_len`):
+            sentence-transformers' `max_seq_length` where the model declares one,
+            else its position-embedding count.
         pooling: str or None. "mean", "cls" or "pooler" (BERT's pooler, dense +
             tanh over [CLS]: Hugging Face's `pooler_output`; `common.models.pooling`);
             None takes the model's pooling config where it has one, else "mean".
@@ -71,11 +73,15 @@ class EncoderConfig:
             the model's `modules.json` (a Normalize module), else False.
         pad_to_multiple_of: int. Round batch lengths up to a multiple of this.
         seed: int. Initialisation seed of "tiny". Defaults to 0.
-        dropout: float or None. Overrides the checkpoint's dropout rate.
+        dropout: float or None. Overrides the architecture's dropout rate; None
+            keeps it (`SentenceEncoder.model_dropout`).
         precision: str. "fp32", "bf16" or "fp16" (`common.models.precision`): how
-            the backbone computes; the outputs are float32 in each. A property of
-            how the encoder is used, not of its weights: an artifact's own is
-            not reused. Defaults to "fp32".
+            the backbone computes; the outputs are float32 in each. Defaults to "fp32".
+
+    `max_seq_len`, `pad_to_multiple_of`, `dropout` and `precision` are properties of
+    how the encoder is used, not of its weights (USAGE_FIELDS): a train.py artifact
+    records the ones its run trained with, and loading it takes the caller's, never
+    the run's (see `_artifact_encoder`).
     """
 
     spec: str = "minilm"
@@ -86,6 +92,11 @@ class EncoderConfig:
     seed: int = 0
     dropout: Optional[float] = None
     precision: str = precision_lib.DEFAULT_PRECISION
+
+
+# EncoderConfig fields that describe a use of the encoder (training at 32 tokens without dropout,
+# scoring untruncated in bf16), not the model: what an artifact records of them is never reused.
+USAGE_FIELDS = ("max_seq_len", "pad_to_multiple_of", "dropout", "precision")
 
 
 def minilm_dir() -> str:
@@ -205,15 +216,24 @@ class SentenceEncoder(keras.Model):
         pooling: str. "mean", "cls" or "pooler" (`common.models.pooling.pool`).
         normalize: bool. L2-normalise the `embedding` output.
         config: EncoderConfig. How it was built (stored with artifacts).
+        pretrained_head_tensors: dict or None. The checkpoint's pretraining-head tensors.
+        declared_max_seq_len: int or None. The `max_seq_length` the model declares
+            (sentence-transformers' `sentence_bert_config.json`); None: its
+            position-embedding count (see `model_max_seq_len`).
+        model_dropout: float or None. The architecture's own dropout rate, before any
+            `EncoderConfig.dropout` override; None: the backbone's (see `model_dropout`).
     """
 
     def __init__(self, tokenizer: BertTokenizer, backbone, pooling: str, normalize: bool,
-                 config: EncoderConfig, pretrained_head_tensors: Optional[Dict[str, np.ndarray]] = None, **kwargs):
+                 config: EncoderConfig, pretrained_head_tensors: Optional[Dict[str, np.ndarray]] = None,
+                 declared_max_seq_len: Optional[int] = None, model_dropout: Optional[float] = None, **kwargs):
         super().__init__(**kwargs)
         if pooling not in POOLING_MODES:
             raise UserError(f"Unknown pooling {pooling!r}; expected one of {POOLING_MODES}.")
         self.tokenizer = tokenizer
         self.backbone = backbone
+        self.declared_max_seq_len = declared_max_seq_len
+        self._model_dropout = model_dropout
         if isinstance(backbone, bert_lib.BertBackbone):
             # Unless the embedding is BERT's pooler output, its pooler gets no gradient,
             # so it is frozen rather than silently left out of every update.
@@ -234,6 +254,45 @@ class SentenceEncoder(keras.Model):
     @property
     def layer_norm_epsilon(self) -> float:
         return self.backbone.layer_norm_epsilon
+
+    @property
+    def model_max_seq_len(self) -> int:
+        """The longest input the model is meant for, whatever length it trained at: the
+        `max_seq_length` it declares (MiniLM: 256), else its position embeddings (512 for
+        BERTs). What it truncates at when used without a `max_seq_len` (`with_length`)."""
+        return self.declared_max_seq_len or self.backbone.max_position_embeddings
+
+    @property
+    def model_dropout(self) -> Optional[float]:
+        """The architecture's own dropout rate (the checkpoint's, e.g. 0.1), not a run's
+        `--dropout`; None for a TF Hub backbone, whose graph holds its own."""
+        if self._model_dropout is not None:
+            return self._model_dropout
+        return self.backbone.config.dropout if isinstance(self.backbone, bert_lib.BertBackbone) else None
+
+    def with_length(self, max_seq_len: Optional[int] = None) -> "SentenceEncoder":
+        """This encoder's backbone (shared, not copied) behind a tokenizer that truncates at
+        `max_seq_len` (None: `model_max_seq_len`) and pads each batch to its longest
+        sentence: the encoder as it is used, whatever length it trained at. `self` when
+        that is how it tokenizes already.
+
+        Args:
+            max_seq_len: int or None. Truncation length incl. [CLS]/[SEP].
+        """
+        length = max_seq_len or self.model_max_seq_len
+        tokenizer_config = dataclasses.replace(self.tokenizer.config, max_seq_len=length, pad_to_multiple_of=1)
+        if tokenizer_config == self.tokenizer.config:
+            return self
+        config = dataclasses.replace(self.encoder_config, max_seq_len=length, pad_to_multiple_of=1)
+        return self._sibling(BertTokenizer(self.tokenizer.vocabulary, tokenizer_config), self.backbone, config)
+
+    def _sibling(self, tokenizer: BertTokenizer, backbone, config: EncoderConfig) -> "SentenceEncoder":
+        """An encoder with this one's pooling and model settings around `tokenizer` and `backbone`."""
+        sibling = SentenceEncoder(tokenizer, backbone, self.pooling, self.normalize, config,
+                                  self.pretrained_head_tensors, self.declared_max_seq_len, self._model_dropout,
+                                  name=self.name)
+        sibling.pretrained_head_checkpoint = self.pretrained_head_checkpoint
+        return sibling
 
     def token_embedding_matrix(self):
         """The backbone's [vocab, hidden] token-embedding variable."""
@@ -294,7 +353,8 @@ class SentenceEncoder(keras.Model):
                     else {"hub": self.backbone.handle})
         return {**super().get_config(), "encoder_config": dataclasses.asdict(self.encoder_config),
                 "backbone": backbone, "vocabulary": list(self.tokenizer.vocabulary),
-                "tokenizer": dataclasses.asdict(self.tokenizer.config)}
+                "tokenizer": dataclasses.asdict(self.tokenizer.config),
+                "declared_max_seq_len": self.declared_max_seq_len, "model_dropout": self._model_dropout}
 
     @classmethod
     def from_config(cls, config):
@@ -309,6 +369,7 @@ class SentenceEncoder(keras.Model):
             backbone = hub_backbone.HubBertBackbone(config["backbone"]["hub"], name="backbone")
         tokenizer = BertTokenizer(config["vocabulary"], TokenizerConfig(**config["tokenizer"]))
         return cls(tokenizer, backbone, encoder_config.pooling, encoder_config.normalize, encoder_config,
+                   declared_max_seq_len=config.get("declared_max_seq_len"), model_dropout=config.get("model_dropout"),
                    name=config.get("name", "sentence_encoder"))
 
 
@@ -366,6 +427,7 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
         return _artifact_encoder(location, config)
     settings: Dict[str, Any] = {}
     head_tensors: Dict[str, np.ndarray] = {}
+    model_dropout = None
     if kind == "hub" and precision_lib.is_mixed(config.precision):
         raise UserError(f"--precision={config.precision} needs a BERT built by this toolkit (minilm, a Hugging Face "
                          f"BERT directory, a fresh BERT or a train.py run); {config.spec} is a TF-Hub SavedModel, "
@@ -386,6 +448,7 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
             tok_cfg = _join(location, "tokenizer_config.json")
             if tf.io.gfile.exists(tok_cfg):
                 lowercase = bool(_read_json(tok_cfg).get("do_lower_case", True))
+        model_dropout = bert_config.dropout
         if config.dropout is not None:
             bert_config = dataclasses.replace(bert_config, dropout=config.dropout)
         backbone = bert_lib.BertBackbone(bert_config, precision=config.precision, name="backbone")
@@ -398,7 +461,7 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
             head_tensors = bert_lib.load_hf_weights(backbone, _join(location, "model.safetensors"), uses_pooler)
             if "pooler_dir" in settings:
                 _load_dense_pooler(backbone, settings["pooler_dir"])
-    max_seq_len = config.max_seq_len or settings.get("max_seq_len", 128)
+    max_seq_len = config.max_seq_len or settings.get("max_seq_len") or backbone.max_position_embeddings
     tokenizer = BertTokenizer(
         read_vocabulary(vocab_path),
         TokenizerConfig(max_seq_len=max_seq_len, lowercase=lowercase,
@@ -407,7 +470,9 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
     pooling = config.pooling or settings.get("pooling", "mean")
     normalize = settings.get("normalize", False) if config.normalize is None else config.normalize
     resolved = dataclasses.replace(config, max_seq_len=max_seq_len, pooling=pooling, normalize=normalize)
-    return SentenceEncoder(tokenizer, backbone, pooling, normalize, resolved, head_tensors, name="sentence_encoder")
+    return SentenceEncoder(tokenizer, backbone, pooling, normalize, resolved, head_tensors,
+                           declared_max_seq_len=settings.get("max_seq_len"), model_dropout=model_dropout,
+                           name="sentence_encoder")
 
 
 def _fresh_bert_config(spec: str, vocab_size: int) -> bert_lib.BertConfig:
@@ -426,15 +491,16 @@ def _fresh_bert_config(spec: str, vocab_size: int) -> bert_lib.BertConfig:
 def _artifact_encoder(path: str, config: EncoderConfig) -> SentenceEncoder:
     """The encoder a train.py run started from, with the run's trained weights.
 
-    Settings given in `config` (length, pooling, dropout, padding) override the
-    run's; the architecture and vocabulary are the run's.
+    The architecture, vocabulary, pooling and normalisation are the run's (pooling and
+    normalisation unless `config` sets them). How the encoder is used (USAGE_FIELDS) is
+    `config`'s alone: the length the run trained at, its `--dropout` and its precision
+    are recorded in its config.json, not inherited, so None takes the model's own
+    (`model_max_seq_len`, `model_dropout`: those of the model the run started from).
     """
-    # The caller's precision, never the run's: a bf16-trained run loads as fp32 unless asked.
-    saved = dataclasses.replace(EncoderConfig(**_read_json(_join(path, "config.json"))["encoder"]),
-                                precision=config.precision)
-    overrides = {k: v for k, v in dataclasses.asdict(config).items()
-                 if k not in ("spec", "seed", "precision") and v is not None and v != getattr(EncoderConfig(), k)}
-    encoder = build_encoder(dataclasses.replace(saved, **overrides))
+    saved = EncoderConfig(**_read_json(_join(path, "config.json"))["encoder"])
+    usage = {k: getattr(config, k) for k in USAGE_FIELDS}
+    model = {k: v for k, v in (("pooling", config.pooling), ("normalize", config.normalize)) if v is not None}
+    encoder = build_encoder(dataclasses.replace(saved, **usage, **model))
     prefix = tf.train.latest_checkpoint(_join(path, WEIGHTS_SUBDIR))
     if prefix is None:
         raise FileNotFoundError(f"{path}/{WEIGHTS_SUBDIR}: no weights checkpoint; expected a model trained by train.py.")
@@ -449,14 +515,41 @@ def _artifact_encoder(path: str, config: EncoderConfig) -> SentenceEncoder:
     return encoder
 
 
+def _backbone_copy(backbone: bert_lib.BertBackbone, dropout: float) -> bert_lib.BertBackbone:
+    """A float32 BertBackbone with `backbone`'s weights (copied) and the given dropout rate."""
+    copy = bert_lib.BertBackbone(dataclasses.replace(backbone.config, dropout=dropout), name=backbone.name)
+    copy.set_weights(backbone.get_weights())
+    return copy
+
+
 def float32_encoder(encoder: SentenceEncoder) -> SentenceEncoder:
     """`encoder` itself in fp32, else an fp32 copy with the same weights (for export:
     exported graphs compute in float32 whatever the run trained in)."""
     if not precision_lib.is_mixed(encoder.encoder_config.precision):
         return encoder
-    config = encoder.get_config()
-    config["encoder_config"] = {**config["encoder_config"], "precision": precision_lib.DEFAULT_PRECISION}
-    copy = SentenceEncoder.from_config(config)
-    copy.set_weights(encoder.get_weights())
-    copy.encoder_config = dataclasses.replace(encoder.encoder_config, precision=precision_lib.DEFAULT_PRECISION)
-    return copy
+    return encoder._sibling(encoder.tokenizer, _backbone_copy(encoder.backbone, encoder.backbone.config.dropout),
+                            dataclasses.replace(encoder.encoder_config, precision=precision_lib.DEFAULT_PRECISION))
+
+
+def inference_encoder(encoder: SentenceEncoder, max_seq_len: Optional[int] = None) -> SentenceEncoder:
+    """What a trained encoder is published as (a run's `embedding/` SavedModel): used, not
+    trained, so none of the run's USAGE_FIELDS. It truncates at `max_seq_len` (None: the
+    model's own maximum, not the run's `--max_seq_len`), pads each batch to its longest
+    sentence, computes in float32, and drops out at the architecture's rate when called
+    with `training=True` (fine-tuning through TF Hub), not at the run's `--dropout`.
+
+    Args:
+        encoder: SentenceEncoder. Usually the one a run trained.
+        max_seq_len: int or None. Truncation length incl. [CLS]/[SEP].
+
+    Returns:
+        An encoder sharing `encoder`'s weights (`with_length`), or holding a copy of them
+        where the precision or the dropout rate differs.
+    """
+    used = encoder.with_length(max_seq_len)
+    backbone, dropout = encoder.backbone, encoder.model_dropout
+    if not isinstance(backbone, bert_lib.BertBackbone) or (
+            not precision_lib.is_mixed(encoder.encoder_config.precision) and backbone.config.dropout == dropout):
+        return used
+    config = dataclasses.replace(used.encoder_config, dropout=None, precision=precision_lib.DEFAULT_PRECISION)
+    return used._sibling(used.tokenizer, _backbone_copy(backbone, dropout), config)

@@ -8,7 +8,8 @@ loader (`build_encoder(EncoderConfig(spec=folder))`, i.e. `--model=<folder>`) re
     vocab.txt, tokenizer.json, tokenizer_config.json, special_tokens_map.json
     modules.json                Transformer -> Pooling (-> Dense for pooling "pooler")
                                 (-> Normalize when the encoder normalises)
-    sentence_bert_config.json   max_seq_length
+    sentence_bert_config.json   max_seq_length: the encoder's length (export.py's --max_seq_len,
+                                else the model's own maximum, never a run's training length)
     1_Pooling/config.json       the encoder's pooling (mean or CLS; CLS for "pooler")
     2_Dense/                    pooling "pooler" only: BERT's pooler (config.json: square, tanh;
                                 model.safetensors: `linear.*`, the checkpoint's `pooler.dense.*`),

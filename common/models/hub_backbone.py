@@ -91,6 +91,16 @@ class HubBertBackbone(keras.layers.Layer):
     def hidden_size(self) -> int:
         return int(self.token_embedding_matrix().shape[-1])
 
+    @property
+    def max_position_embeddings(self) -> int:
+        """The longest input the position table covers: the rows of its position-embedding
+        variable (`position_embedding/embeddings` in TF Hub's BERTs, 512)."""
+        found = [v for v in self.hub_variables if "position_embedding" in v.path or "position_embedding" in v.name]
+        if len(found) != 1 or len(found[0].shape) != 2:
+            raise ValueError(f"{self.handle}: expected one [positions, hidden] position_embedding variable, found "
+                             f"{[tuple(v.shape) for v in found]}; give the truncation length (--max_seq_len).")
+        return int(found[0].shape[0])
+
     def vocabulary_path(self) -> str:
         """The `vocab_file` asset of the SavedModel."""
         asset = getattr(self.module, "vocab_file", None)

@@ -113,10 +113,12 @@ class EncoderSection:
 
     model: str = option("minilm", "Encoder spec: minilm, small, base, a TF Hub URL, a Hugging Face BERT "
                                   "directory or a TF-Hub-format BERT SavedModel.")
-    max_seq_len: int = option(128, "Truncation length in tokens, [CLS] and [SEP] included.", lower_bound=2)
+    max_seq_len: int = option(128, "Truncation length in tokens while training, [CLS] and [SEP] included "
+                                   "(the published model truncates at the model's own maximum).", lower_bound=2)
     pad_to_multiple_of: int = option(1, "Round batch lengths up to a multiple (use --max_seq_len on TPU).",
                                      lower_bound=1)
-    dropout: Optional[float] = option(None, "Dropout rate of the encoder; default: the checkpoint's own.",
+    dropout: Optional[float] = option(None, "Dropout rate of the encoder; default: the architecture's own (e.g. "
+                                            "0.1), never that of the run a --model artifact trained.",
                                       lower_bound=0.0)
     # A string flag checked in `validate` rather than an enum flag: absl rejects a bad enum
     # value itself, in two lines with exit code 1, instead of this toolkit's one line and 2.

@@ -36,7 +36,7 @@ from absl import logging
 from common import artifacts, figures
 from common.data.sources import evaluation_sets_in
 from common.errors import UserError
-from common.models.encoder import EncoderConfig
+from common.models.encoder import EncoderConfig, inference_encoder
 from common.models.export import export_encoder, export_pair_model, package_versions
 from common.training import registry
 from common.training.config import BEST_METRICS, HELDOUT_PREFIX, STSB_DEV_METRIC, TrainConfig
@@ -156,7 +156,8 @@ def encoder_config(config: TrainConfig, **overrides: Any) -> EncoderConfig:
 
     `--model` may name a run ID (under the run's artifacts root) or an artifact
     directory, so any method can start from any trained model; fresh BERTs are
-    initialised from the run's seed.
+    initialised from the run's seed. The run trains at its own `--max_seq_len` and
+    `--dropout` (None: the architecture's rate), never at those of the run it starts from.
 
     Args:
         config: TrainConfig.
@@ -320,7 +321,8 @@ def train_single_model(ctx: RunContext, prepared=None) -> RunOutcome:
     config, evaluator, chief = ctx.config, ctx.evaluator, ctx.chief
     model, make_dataset, data_info = prepared or prepare_single_model(config, ctx.strategy)
     logging.info("Training data: %s", data_info)
-    embed_fn = model.encoder.embedding_function()
+    # Scored as the published model is used: at the model's own length, not the training length.
+    embed_fn = model.encoder.with_length().embedding_function()
     run = config.run
 
     def evaluate(step: int) -> Dict[str, float]:
@@ -344,7 +346,7 @@ def train_single_model(ctx: RunContext, prepared=None) -> RunOutcome:
         logging.info("Publishing the weights of step %s: %s", record["selection"]["step"], record["selection"])
 
     def write_models(tmp: str) -> None:
-        export_encoder(model.encoder, artifacts.join(tmp, "embedding"))
+        export_encoder(inference_encoder(model.encoder), artifacts.join(tmp, "embedding"))
         if model.pair_outputs:
             export_pair_model(model, artifacts.join(tmp, "siamese"), model.pair_outputs)
         write_weights(model.weights_checkpoint(), tmp)
