@@ -183,6 +183,12 @@ class ByteLevelBpeTokenizer(BertTokenizer):
                                                 tf.constant([table[b] for b in range(256)])),
             default_value="")
 
+    @property
+    def lookup_tables(self) -> List[tf.lookup.StaticHashTable]:
+        """The tokenizer's hash tables (token ids, merge ranks, byte map): what a SavedModel that
+        calls it must track."""
+        return [self._token_ids, self._merge_ranks, self._byte_chars]
+
     def _merge(self, symbols: tf.RaggedTensor) -> tf.RaggedTensor:
         """BPE on each row of `symbols` [words, (symbols)]: merges the lowest-ranked adjacent pair,
         leftmost on ties, one per word and step, until no pair is a merge."""
