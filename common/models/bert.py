@@ -184,13 +184,9 @@ class BertConfig:
                 the config's. Defaults to None.
         """
         pad_token_id = self.pad_token_id if pad_token_id is None else pad_token_id
-        extra = {}
-        if self.model_type == "roberta":
-            extra = {"bos_token_id": 0, "eos_token_id": 2}
         return {
             "architectures": ["RobertaModel" if self.model_type == "roberta" else "BertModel"],
             "model_type": self.model_type,
-            **extra,
             "vocab_size": self.vocab_size,
             "hidden_size": self.hidden_size,
             "num_hidden_layers": self.num_layers,

@@ -99,3 +99,30 @@ def test_bad_roberta_folders_are_one_line_errors(tmp_path):
     (tmp_path / "rb" / "merges.txt").unlink()
     with pytest.raises(ValueError, match=r"needs vocab.json and merges.txt, or tokenizer.json; found \['vocab.json'\]"):
         build_encoder(EncoderConfig(spec=model_dir))
+
+
+def test_sentence_transformers_export_loads_back_equal(tmp_path):
+    from tokenizers import Tokenizer
+
+    from common.exporting import ExportConfig, export_model
+
+    model_dir = write_hf_roberta_dir(str(tmp_path / "rb"))
+    out = str(tmp_path / "st")
+    export_model(ExportConfig(model=model_dir, format="sentence-transformers", out=out, max_seq_len=32))
+    source = build_encoder(EncoderConfig(spec=model_dir, max_seq_len=32))
+    reloaded = build_encoder(EncoderConfig(spec=out))
+    assert reloaded.encoder_config.max_seq_len == 32 and reloaded.backbone.config.model_type == "roberta"
+    want = source(tf.constant(SENTENCES))["embedding"].numpy()
+    diff = float(np.abs(reloaded(tf.constant(SENTENCES))["embedding"].numpy() - want).max())
+    print(f"roberta sentence-transformers round trip: max |diff| {diff:.2e}")
+    assert diff < 1e-5
+    # The written tokenizer.json is Hugging Face's RoBERTa tokenizer over the same files.
+    hf = Tokenizer.from_file(f"{out}/tokenizer.json")
+    hf.enable_truncation(max_length=32)  # sentence-transformers truncates at max_seq_length
+    ours = reloaded.tokenizer(tf.constant(SENTENCES))
+    rows = [list(i[m == 1]) for i, m in zip(ours["token_ids"].numpy(), ours["padding_mask"].numpy())]
+    assert rows == [hf.encode(s).ids for s in SENTENCES]
+    pair = reloaded.tokenizer.tokenize_pairs(tf.constant(SENTENCES[:1]), tf.constant(SENTENCES[3:4]))
+    assert list(pair["token_ids"].numpy()[0]) == hf.encode(SENTENCES[0], SENTENCES[3]).ids
+    with pytest.raises(ValueError, match="--format=tflite packs a WordPiece"):
+        export_model(ExportConfig(model=model_dir, format="tflite", out=str(tmp_path / "tfl"), max_seq_len=32))
