@@ -110,7 +110,7 @@ class RunSection:
 class EncoderSection:
     """The pretrained encoder a run starts from."""
 
-    model: str = option("minilm", "Encoder spec: minilm, small, base, a TF Hub URL, a Hugging Face BERT "
+    model: str = option("minilm", "Encoder spec: minilm, small, base, a TF Hub URL, a Hugging Face BERT or RoBERTa "
                                   "directory or a TF-Hub-format BERT SavedModel.")
     max_seq_len: int = option(128, "Truncation length in tokens, [CLS] and [SEP] included.", lower_bound=2)
     pad_to_multiple_of: int = option(1, "Round batch lengths up to a multiple (use --max_seq_len on TPU).",
