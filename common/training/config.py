@@ -111,7 +111,7 @@ class RunSection:
 class EncoderSection:
     """The pretrained encoder a run starts from."""
 
-    model: str = option("minilm", "Encoder spec: minilm, small, base, a TF Hub URL, a Hugging Face BERT "
+    model: str = option("minilm", "Encoder spec: minilm, small, base, a TF Hub URL, a Hugging Face BERT or RoBERTa "
                                   "directory or a TF-Hub-format BERT SavedModel.")
     max_seq_len: int = option(128, "Truncation length in tokens while training, [CLS] and [SEP] included "
                                    "(the published model truncates at the model's own maximum).", lower_bound=2)
