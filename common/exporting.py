@@ -93,7 +93,7 @@ def export_model(config: ExportConfig) -> Dict[str, Any]:
         raise UserError(f"{config.model}: max_seq_len {encoder.encoder_config.max_seq_len} exceeds the model's "
                          f"{positions} position embeddings; give --max_seq_len={positions} or less.")
     if config.format == "tflite" and isinstance(encoder.tokenizer, ByteLevelBpeTokenizer):
-        raise ValueError(f"{config.model}: --format=tflite packs a WordPiece (BERT) tokenizer with TFLite's "
+        raise UserError(f"{config.model}: --format=tflite packs a WordPiece (BERT) tokenizer with TFLite's "
                          "built-in ops; this encoder tokenizes with byte-level BPE (RoBERTa): use "
                          "--format=sentence-transformers.")
     if config.format == "tflite":

@@ -247,7 +247,7 @@ def _refuse_length(path: str, max_seq_len: Optional[int], exported: Optional[int
     if max_seq_len is None or max_seq_len == exported:
         return
     has = f"truncates at {exported} tokens" if exported else "does not record the length it truncates at"
-    raise ValueError(f"--max_seq_len={max_seq_len}: {path} is an exported model, which {has} and cannot be "
+    raise UserError(f"--max_seq_len={max_seq_len}: {path} is an exported model, which {has} and cannot be "
                      "rebuilt at another; pass the run it came from (its run ID or artifact directory), or export "
                      f"it again with export.py --max_seq_len={max_seq_len}.")
 

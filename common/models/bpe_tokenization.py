@@ -30,6 +30,7 @@ from typing import Dict, List, Sequence, Tuple
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from common.errors import UserError
 from common.models.tokenization import BertTokenizer, TokenizerConfig, longest_first_lengths, _keep_first
 
 # Unicode White_Space (Oniguruma's `\s`): the ASCII controls \t \n \v \f \r, U+0085 and the
@@ -89,7 +90,7 @@ def read_tokenizer_json(path: str) -> Tuple[List[str], List[str]]:
     with tf.io.gfile.GFile(path, "r") as f:
         model = json.load(f).get("model", {})
     if model.get("type") != "BPE":
-        raise ValueError(f"{path}: expected a BPE model (byte-level BPE, as RoBERTa's), got model type "
+        raise UserError(f"{path}: expected a BPE model (byte-level BPE, as RoBERTa's), got model type "
                          f"{model.get('type')!r}; give a RoBERTa tokenizer.json or vocab.json and merges.txt.")
     # Newer `tokenizers` write each merge as a [left, right] pair, older ones as "left right".
     merges = [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
@@ -99,21 +100,21 @@ def read_tokenizer_json(path: str) -> Tuple[List[str], List[str]]:
 def _ordered_vocabulary(vocab: Dict[str, int], source: str) -> List[str]:
     tokens = sorted(vocab, key=vocab.get)
     if [vocab[t] for t in tokens] != list(range(len(tokens))):
-        raise ValueError(f"{source}: expected token ids 0..{len(tokens) - 1} without gaps; got ids "
+        raise UserError(f"{source}: expected token ids 0..{len(tokens) - 1} without gaps; got ids "
                          f"{min(vocab.values(), default=None)}..{max(vocab.values(), default=None)} for "
                          f"{len(tokens)} tokens.")
     missing = [t for t in ROBERTA_SPECIAL_TOKENS.values() if t not in vocab]
     if missing:
-        raise ValueError(f"{source}: expected RoBERTa's special tokens {missing} in the vocabulary.")
+        raise UserError(f"{source}: expected RoBERTa's special tokens {missing} in the vocabulary.")
     return tokens
 
 
 def _checked_merges(merges: List[str], source: str) -> List[str]:
     for i, merge in enumerate(merges):
         if len(merge.split(" ")) != 2:
-            raise ValueError(f"{source}: merge {i} is {merge!r}; expected two symbols separated by one space.")
+            raise UserError(f"{source}: merge {i} is {merge!r}; expected two symbols separated by one space.")
     if not merges:
-        raise ValueError(f"{source}: no BPE merges found; expected merges.txt lines (or tokenizer.json "
+        raise UserError(f"{source}: no BPE merges found; expected merges.txt lines (or tokenizer.json "
                          "model.merges) as 'left right'.")
     return merges
 
@@ -160,9 +161,9 @@ class ByteLevelBpeTokenizer(BertTokenizer):
                  config: TokenizerConfig = TokenizerConfig(lowercase=False)):
         tf.Module.__init__(self, name="byte_level_bpe_tokenizer")
         if config.max_seq_len < 2:
-            raise ValueError(f"max_seq_len must be >= 2 (<s> and </s>), got {config.max_seq_len}.")
+            raise UserError(f"max_seq_len must be >= 2 (<s> and </s>), got {config.max_seq_len}.")
         if config.pad_to_multiple_of < 1:
-            raise ValueError(f"pad_to_multiple_of must be >= 1, got {config.pad_to_multiple_of}.")
+            raise UserError(f"pad_to_multiple_of must be >= 1, got {config.pad_to_multiple_of}.")
         if config.lowercase:
             raise ValueError("A byte-level BPE tokenizer keeps case; expected TokenizerConfig(lowercase=False).")
         self.vocabulary = list(vocabulary)
@@ -183,12 +184,11 @@ class ByteLevelBpeTokenizer(BertTokenizer):
                                                 tf.constant([table[b] for b in range(256)])),
             default_value="")
 
-    @property
-
     def with_config(self, config: TokenizerConfig) -> "ByteLevelBpeTokenizer":
         """The same vocabulary and merges under another length or padding."""
         return ByteLevelBpeTokenizer(self.vocabulary, self.merges, config)
 
+    @property
     def lookup_tables(self) -> List[tf.lookup.StaticHashTable]:
         """The tokenizer's hash tables (token ids, merge ranks, byte map): what a SavedModel that
         calls it must track."""

@@ -214,7 +214,7 @@ def read_roberta_tokenizer(path: str) -> tuple[list[str], list[str]]:
     if tf.io.gfile.exists(tok):
         return read_tokenizer_json(tok)
     found = [f for f in ("vocab.json", "merges.txt") if tf.io.gfile.exists(_join(path, f))]
-    raise ValueError(f"{path}: a RoBERTa folder needs vocab.json and merges.txt, or tokenizer.json; found "
+    raise UserError(f"{path}: a RoBERTa folder needs vocab.json and merges.txt, or tokenizer.json; found "
                      f"{found or 'none of them'}. Copy the tokenizer files from the checkpoint's source.")
 
 
@@ -531,7 +531,7 @@ def _check_roberta_length(bert_config: bert_lib.BertConfig, max_seq_len: int, sp
     """RoBERTa's positions start at pad_token_id + 1, so it holds that many fewer tokens than positions."""
     most = bert_config.max_position_embeddings - bert_config.position_offset
     if max_seq_len > most:
-        raise ValueError(f"{spec}: --max_seq_len={max_seq_len} exceeds what this RoBERTa's "
+        raise UserError(f"{spec}: --max_seq_len={max_seq_len} exceeds what this RoBERTa's "
                          f"{bert_config.max_position_embeddings} positions hold from offset "
                          f"{bert_config.position_offset} ({most} tokens); pass --max_seq_len={most} or less.")
 

@@ -97,7 +97,7 @@ class HubBertBackbone(keras.layers.Layer):
         variable (`position_embedding/embeddings` in TF Hub's BERTs, 512)."""
         found = [v for v in self.hub_variables if "position_embedding" in v.path or "position_embedding" in v.name]
         if len(found) != 1 or len(found[0].shape) != 2:
-            raise ValueError(f"{self.handle}: expected one [positions, hidden] position_embedding variable, found "
+            raise UserError(f"{self.handle}: expected one [positions, hidden] position_embedding variable, found "
                              f"{[tuple(v.shape) for v in found]}; give the truncation length (--max_seq_len).")
         return int(found[0].shape[0])
 

@@ -147,12 +147,11 @@ class BertTokenizer(tf.Module):
             lower_case_nfd_strip_accents=False,
         )
 
-    @property
-
     def with_config(self, config: TokenizerConfig) -> "BertTokenizer":
         """The same vocabulary under another length, padding or casing."""
         return BertTokenizer(self.vocabulary, config)
 
+    @property
     def vocabulary_size(self) -> int:
         return len(self.vocabulary)
 
