@@ -14,7 +14,7 @@ here, its `max_seq_length` is `max_seq_len`.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from typing import Any, Dict, Optional, Sequence, Union
 
 import numpy as np
 
@@ -88,6 +88,9 @@ class SentenceModel:
             bfloat16 matmuls) or "fp16"; embeddings are float32 in each. bf16 and
             fp16 rebuild a run's encoder from its weights; an exported SavedModel
             or TFLite file takes only fp32. Defaults to "fp32".
+        prompts: dict of str to str, or None. Named prefixes for `encode(...,
+            prompt_name=...)`, as sentence-transformers' `prompts` (e.g.
+            {"query": "query: ", "passage": "passage: "}). Defaults to none.
 
     Raises:
         UserError: for a value that is not a model, naming the valid forms.
@@ -96,7 +99,12 @@ class SentenceModel:
 
     def __init__(self, model: str = "minilm", artifacts_dir: str = "artifacts", model_location: str = "local",
                  gcs_bucket: Optional[str] = None, max_seq_len: Optional[int] = None,
-                 precision: str = DEFAULT_PRECISION):
+                 precision: str = DEFAULT_PRECISION, prompts: Optional[Dict[str, str]] = None):
+        if prompts is not None and not (isinstance(prompts, dict) and
+                                        all(isinstance(k, str) and isinstance(v, str) for k, v in prompts.items())):
+            raise UserError(f"SentenceModel: prompts must map names to prefix strings, e.g. "
+                            f"{{'query': 'query: '}}; got {prompts!r}.")
+        self.prompts = dict(prompts or {})
         if not isinstance(model, str) or not model.strip():
             raise UserError(f"SentenceModel needs a model: an encoder spec such as 'minilm', a run ID "
                              f"YYYYMMDD-HHMMSS or a path; got {model!r}.")
@@ -114,23 +122,57 @@ class SentenceModel:
         return self._embedder.source
 
     def encode(self, sentences: Union[str, Sequence[str]], batch_size: int = 32, normalize: bool = False,
-               show_progress_bar: bool = False) -> np.ndarray:
+               show_progress_bar: bool = False, prompt: Optional[str] = None, prompt_name: Optional[str] = None,
+               normalize_embeddings: Optional[bool] = None, convert_to_tensor: bool = False,
+               output_value: str = "sentence_embedding", precision: str = "float32", **kwargs: Any):
         """Embeds sentences, in batches of similar length, in the order given.
+
+        Called as sentence-transformers' `SentenceTransformer.encode` is, so evaluation
+        harnesses that call `model.encode(sentences, batch_size=..., task_name=...,
+        prompt_type=...)` (MTEB and the like) can take a SentenceModel as it is:
+        keyword arguments this model has no use for (`task_name`, `prompt_type`,
+        `device`, `convert_to_numpy`, ...) are accepted and ignored, as
+        sentence-transformers ignores those its modules do not read.
 
         Args:
             sentences: str or sequence of str.
             batch_size: int. Sentences per forward pass. Defaults to 32.
-            normalize: bool. L2-normalise each embedding (sentence-transformers'
-                `normalize_embeddings`); then a dot product is the cosine. Models
-                that normalise already (MiniLM) are unchanged. Defaults to False.
+            normalize: bool. L2-normalise each embedding; then a dot product is the
+                cosine. Models that normalise already (MiniLM) are unchanged.
+                Defaults to False.
             show_progress_bar: bool. A tqdm bar over the batches. Defaults to False.
+            prompt: str or None. A prefix put before every sentence (e.g. "query: ").
+            prompt_name: str or None. The name of one of the constructor's `prompts`;
+                `prompt` wins when both are given, as in sentence-transformers.
+            normalize_embeddings: bool or None. sentence-transformers' name for
+                `normalize`; either one set normalises.
+            convert_to_tensor: bool. Return a tf.Tensor instead of a NumPy array.
+            output_value: str. Only "sentence_embedding" (token embeddings are not
+                returned by every model this class loads).
+            precision: str. Only "float32" (quantised embeddings are not offered).
+            **kwargs: accepted and ignored.
 
         Returns:
-            float32 array [len(sentences), dim], or [dim] for a single str.
+            float32 array [len(sentences), dim], or [dim] for a single str (a
+            tf.Tensor of the same with `convert_to_tensor`).
 
         Raises:
-            UserError: for an empty list, an item that is not a str, or batch_size < 1.
+            UserError: for an empty list, an item that is not a str, batch_size < 1,
+                an unknown `prompt_name`, or an `output_value`/`precision` other
+                than the ones above.
         """
+        del kwargs  # what harnesses pass for models that use it (task names, prompt types, devices)
+        if output_value != "sentence_embedding":
+            raise UserError(f"encode: output_value={output_value!r} is not offered; expected "
+                            "'sentence_embedding'.")
+        if precision != "float32":
+            raise UserError(f"encode: precision={precision!r} is not offered; expected 'float32' (quantise the "
+                            "returned array yourself).")
+        if prompt is None and prompt_name is not None:
+            if prompt_name not in self.prompts:
+                raise UserError(f"encode: prompt_name={prompt_name!r} is not one of this model's prompts "
+                                f"{sorted(self.prompts)}; pass prompts={{{prompt_name!r}: '...'}} to SentenceModel.")
+            prompt = self.prompts[prompt_name]
         single = isinstance(sentences, str)
         batch = [sentences] if single else list(sentences)
         if not batch:
@@ -138,10 +180,17 @@ class SentenceModel:
         for i, sentence in enumerate(batch):
             if not isinstance(sentence, str):
                 raise UserError(f"encode: sentences must be str, got {type(sentence).__name__} at index {i}.")
+        if prompt:
+            batch = [prompt + sentence for sentence in batch]
         embeddings = self._embedder.embed(batch, batch_size=batch_size, progress=show_progress_bar)
-        if normalize:
+        if normalize or normalize_embeddings:
             embeddings = _unit_rows(embeddings)
-        return embeddings[0] if single else embeddings
+        out = embeddings[0] if single else embeddings
+        if convert_to_tensor:
+            import tensorflow as tf
+
+            return tf.constant(out)
+        return out
 
     similarity = staticmethod(similarity)
 
