@@ -235,8 +235,11 @@ class BertBackbone(keras.Model):
         self.position_embedding = PositionEmbedding(
             sequence_length=config.max_position_embeddings, initializer=init, name="position_embedding", dtype=policy
         )
-        # Built here: a RoBERTa backbone gathers its rows by position id instead of calling it.
-        self.position_embedding.build((None, None, config.hidden_size))
+        # Built here: a RoBERTa backbone gathers its rows by position id instead of calling it. Under
+        # the backbone's name scope, so the table's path is what it is when built on a first call
+        # ("<backbone>/position_embedding/embeddings", the name TF Hub's BERTs give it too).
+        with keras.name_scope(self.name, caller=self):
+            self.position_embedding.build((None, None, config.hidden_size))
         self.segment_embedding = keras.layers.Embedding(
             config.type_vocab_size, config.hidden_size, embeddings_initializer=init, name="segment_embedding",
             dtype=policy
