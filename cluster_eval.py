@@ -23,6 +23,7 @@ from common import cli  # first: it quiets TensorFlow's start-up
 
 import tensorflow as tf  # noqa: E402  (after cli)
 from common import artifacts
+from common.errors import UserError
 from common.evaluation.clustering import (ALGORITHMS, PROJECTIONS, REDUCTIONS, ClusterConfig, cluster_embeddings,
                                           load_labelled_file, load_senteval_task, plot_projection, project_2d,
                                           score_clustering)
@@ -69,7 +70,7 @@ def _configs():
                 algorithm=algorithm, reduce=reduce, reduce_dims=FLAGS.reduce_dims, umap_neighbors=FLAGS.umap_neighbors,
                 min_cluster_size=FLAGS.min_cluster_size, min_samples=FLAGS.min_samples, seed=FLAGS.seed).validate())
     if not configs:
-        raise ValueError("--algorithm and --reduce must each name at least one choice.")
+        raise UserError("--algorithm and --reduce must each name at least one choice.")
     if any(c.reduce == "umap" for c in configs) or FLAGS.projection == "umap":
         from common.evaluation.clustering import require_umap
 
@@ -94,7 +95,7 @@ def main(argv):
         texts, labels = [texts[i] for i in keep], [labels[i] for i in keep]
     k = len(set(labels))
     if k < 2:
-        raise ValueError(f"Clustering needs at least 2 labels, got {k}.")
+        raise UserError(f"Clustering needs at least 2 labels, got {k}.")
     out_dir = artifacts.test_dir(FLAGS.artifacts_dir)
     tf.io.gfile.makedirs(out_dir)
     rows = []

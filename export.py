@@ -18,6 +18,7 @@ from absl import app, flags
 
 from common import cli  # first: it quiets TensorFlow's start-up
 
+from common.errors import UserError
 from common.exporting import FORMATS, ExportConfig, export_model
 from common.flags import define_model_flags
 
@@ -34,7 +35,7 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     if FLAGS.format is None:
-        raise ValueError(f"--format is required: one of {', '.join(FORMATS)}.")
+        raise UserError(f"--format is required: one of {', '.join(FORMATS)}.")
     config = ExportConfig(model=FLAGS.model, format=FLAGS.format, out=FLAGS.out or "", quantize=FLAGS.quantize,
                           artifacts_dir=FLAGS.artifacts_dir, model_location=FLAGS.model_location,
                           gcs_bucket=FLAGS.gcs_bucket, max_seq_len=FLAGS.max_seq_len)

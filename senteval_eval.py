@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import sys
 
-import tensorflow as tf
 from absl import app, flags
 
 from common import cli  # first: it quiets TensorFlow's start-up
 
+import tensorflow as tf  # noqa: E402  (after cli)
 from common import artifacts
+from common.errors import UserError
 from common.flags import define_data_flags, define_model_flags
 from common.evaluation.resolve import resolve_model
 from common.evaluation.senteval import CONFIGS, EmbeddingCache, evaluate_senteval, format_table, get_config
@@ -112,18 +113,18 @@ def main(argv):
 
 
 def _seeds(values) -> list:
-    """--seed's values as distinct integers SentEval accepts (ValueError, one line and exit 2, otherwise)."""
+    """--seed's values as distinct integers SentEval accepts (UserError, one line and exit 2, otherwise)."""
     seeds = []
     for value in values:
         try:
             seed = int(value)
             check_seed(seed)
         except ValueError:
-            raise ValueError(f"--seed: expected integers in [0, 2**32) separated by commas, got {value!r}.")
+            raise UserError(f"--seed: expected integers in [0, 2**32) separated by commas, got {value!r}.")
         if seed not in seeds:
             seeds.append(seed)
     if not seeds:
-        raise ValueError("--seed: expected at least one seed, got none.")
+        raise UserError("--seed: expected at least one seed, got none.")
     return seeds
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from absl import app, flags
 from common import cli  # first: it quiets TensorFlow's start-up
 
 from common import artifacts
+from common.errors import UserError
 from common.flags import define_data_flags, define_model_flags
 from common.evaluation.resolve import MODES, resolve_cross_model, resolve_model
 from common.evaluation.sts import evaluate_sts, evaluate_sts_pairs, format_table, format_txt
@@ -32,7 +33,7 @@ def main(argv):
     # A user error (unknown model, wrong mode, missing data) ends in cli.run as one line, exit 2.
     if FLAGS.mode == "cross":
         if FLAGS.precision != "fp32":
-            raise ValueError(f"--precision={FLAGS.precision} applies to --mode=bi (an encoder rebuilt from its "
+            raise UserError(f"--precision={FLAGS.precision} applies to --mode=bi (an encoder rebuilt from its "
                              "weights); a cross-encoder is an exported SavedModel: leave --precision out.")
         scorer = resolve_cross_model(FLAGS.model, FLAGS.artifacts_dir, FLAGS.model_location, FLAGS.gcs_bucket)
         name, source = scorer.name, scorer.source

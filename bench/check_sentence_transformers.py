@@ -41,6 +41,7 @@ def _write_reference(folder: str, path: str, sentences_file: str) -> None:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import numpy as np
 
+    from common import cli  # noqa: F401  (first: it quiets TensorFlow's start-up)
     from common import SentenceModel
 
     sentences = SENTENCES

@@ -17,6 +17,8 @@ import time
 
 from absl import app, flags
 
+from common import cli  # first: it quiets TensorFlow's start-up
+
 flags.DEFINE_string("data_path", "data", "Data root (holds downstream/ and documents/).")
 flags.DEFINE_string("artifacts_dir", "artifacts/bench", "Where the benchmark runs are written.")
 flags.DEFINE_list("train_data", ["documents/wikitext-2-raw/test.txt", "documents/wikitext-2-tokenized/valid.txt"],
@@ -90,4 +92,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from absl import app, flags
 
+from common import cli  # first: it quiets TensorFlow's start-up
+
 flags.DEFINE_integer("num_tokens", 4096, "Document length in tokens.")
 flags.DEFINE_integer("draws", 3000, "Documents sampled (one sample_spans call each).")
 flags.DEFINE_integer("num_anchors", 2, "A.")
@@ -58,4 +60,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -15,6 +15,8 @@ import time
 
 from absl import app, flags
 
+from common import cli  # first: it quiets TensorFlow's start-up
+
 flags.DEFINE_string("data_path", "data", "Data root (holds downstream/).")
 flags.DEFINE_string("model", "minilm", "Encoder spec.")
 flags.DEFINE_integer("sentences", 512, "STS-B test sentences to encode (first sentences of the pairs, then second).")
@@ -58,4 +60,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -16,6 +16,8 @@ import time
 
 from absl import app, flags
 
+from common import cli  # first: it quiets TensorFlow's start-up
+
 flags.DEFINE_string("data_path", "data", "Data root (holds downstream/).")
 flags.DEFINE_string("model", "minilm", "Encoder spec.")
 flags.DEFINE_integer("sentences", 4096, "Number of STS sentences to encode.")
@@ -92,4 +94,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

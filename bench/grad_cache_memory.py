@@ -24,6 +24,8 @@ import time
 
 from absl import app, flags
 
+from common import cli  # first: it quiets TensorFlow's start-up
+
 flags.DEFINE_string("model", "minilm", "Encoder spec.")
 flags.DEFINE_integer("max_seq_len", 32, "Tokens per sentence ([CLS] and [SEP] included).")
 flags.DEFINE_integer("rss_limit_mb", 6000, "Peak resident memory a try may use.", lower_bound=1)
@@ -146,4 +148,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -24,12 +24,17 @@ from absl import app, flags
 
 from common import cli
 
-flags.DEFINE_string("data_path", "data", "Data root holding documents/gutenberg/books.txt.")
-flags.DEFINE_string("out", "artifacts/books_128.npz", "The .npz to write.")
-flags.DEFINE_integer("max_seq_len", 128, "Window length, [CLS] and [SEP] included.")
-flags.DEFINE_integer("heldout_books", 6, "Whole books held out (as --method=mlm's --heldout_books).")
-flags.DEFINE_integer("seed", 0, "Seed of the held-out choice (as --method=mlm's --seed).")
 FLAGS = flags.FLAGS
+
+
+def define_flags() -> None:
+    """The script's flags, defined when it runs, not at import: `pack` is imported beside other bench
+    modules (the tests, a notebook), whose flags of the same names would clash."""
+    flags.DEFINE_string("data_path", "data", "Data root holding documents/gutenberg/books.txt.")
+    flags.DEFINE_string("out", "artifacts/books_128.npz", "The .npz to write.")
+    flags.DEFINE_integer("max_seq_len", 128, "Window length, [CLS] and [SEP] included.")
+    flags.DEFINE_integer("heldout_books", 6, "Whole books held out (as --method=mlm's --heldout_books).")
+    flags.DEFINE_integer("seed", 0, "Seed of the held-out choice (as --method=mlm's --seed).")
 
 
 def pack(data_path: str, max_seq_len: int, heldout_books: int, seed: int) -> dict:
@@ -82,4 +87,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     cli.run(main)

@@ -18,6 +18,8 @@ import time
 
 from absl import app, flags
 
+from common import cli  # first: it quiets TensorFlow's start-up
+
 flags.DEFINE_string("data_path", "data", "Data root (holds downstream/).")
 flags.DEFINE_string("artifacts_dir", "artifacts/bench", "Where the benchmark runs are written.")
 flags.DEFINE_integer("train_epochs", 4, "Epochs per variant.")
@@ -97,4 +99,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

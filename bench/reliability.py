@@ -20,7 +20,9 @@ import sys
 import time
 from typing import List, Tuple
 
-from absl import app, flags
+from absl import flags
+
+from common import cli  # first: it quiets TensorFlow's start-up
 
 flags.DEFINE_string("work_dir", "/tmp/reliability", "Scratch directory (deleted and re-created).")
 flags.DEFINE_string("data_path", "data", "Data root with SentEval's downstream/STS (for the test_sts.py cases).")
@@ -122,4 +124,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

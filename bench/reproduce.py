@@ -40,6 +40,7 @@ from common import cli
 
 from bench import pages, verdicts
 from bench.machine import busy_seconds, machine_busy_ticks, other_cores, process_ticks
+from common.errors import UserError
 
 flags.DEFINE_string("data_path", "data", "Data root (downstream/, documents/gutenberg/).")
 flags.DEFINE_string("artifacts_dir", "artifacts/reproduce", "Where the ladder's runs and scores are written.")
@@ -265,7 +266,7 @@ def start_architecture(start: str) -> str:
             return start_architecture(json.load(f)["encoder"]["spec"])
     config = os.path.join(start, "config.json")
     if not os.path.exists(config):
-        raise ValueError(f"--start={start}: expected a Hugging Face BERT folder (config.json, model.safetensors, "
+        raise UserError(f"--start={start}: expected a Hugging Face BERT folder (config.json, model.safetensors, "
                          "vocab.txt) or a train.py artifact; no config.json there.")
     return config
 

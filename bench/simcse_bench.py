@@ -17,6 +17,8 @@ import time
 
 from absl import app, flags
 
+from common import cli  # first: it quiets TensorFlow's start-up
+
 flags.DEFINE_string("data_path", "data", "Data root (holds downstream/).")
 flags.DEFINE_string("artifacts_dir", "artifacts/bench", "Where the run and pictures are written.")
 flags.DEFINE_list("train_data", ["senteval:dev", "senteval:test"], "SimCSE sentences (see train.py --help).")
@@ -78,4 +80,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -32,6 +32,7 @@ import time
 from absl import flags
 
 from common import cli
+from common.errors import UserError
 
 flags.DEFINE_string("data_path", "data", "Data root (holds downstream/).")
 flags.DEFINE_string("model", "minilm", "Encoder spec (test_sts.py --model).")
@@ -101,7 +102,7 @@ def end_to_end_seconds(path: str) -> dict:
     in a bench.vs_sentence_transformers JSON.
 
     Raises:
-        ValueError: the file holds no per-precision end-to-end timings (a run with --measure
+        UserError: the file holds no per-precision end-to-end timings (a run with --measure
             leaving out sts, or one from before --sts_precisions).
     """
     import tensorflow as tf
@@ -112,7 +113,7 @@ def end_to_end_seconds(path: str) -> dict:
     ok = isinstance(sts, dict) and sts and all(
         isinstance(e, dict) and e.get("toolkit") and e.get("sentence_transformers") for e in sts.values())
     if not ok:
-        raise ValueError(f"--vs_json={path}: expected a bench.vs_sentence_transformers JSON with end-to-end STS "
+        raise UserError(f"--vs_json={path}: expected a bench.vs_sentence_transformers JSON with end-to-end STS "
                          "timings per precision (raw.sts.<precision>.toolkit / .sentence_transformers); rerun it "
                          "with --measure including sts, or leave --vs_json out.")
     return {p: (statistics.median(x["seconds"] for x in e["toolkit"]),
@@ -130,7 +131,7 @@ def main(argv):
 
     unknown = sorted(set(FLAGS.precisions) - set(_DTYPES))
     if unknown:
-        raise ValueError(f"--precisions must be among {', '.join(_DTYPES)}; got {', '.join(unknown)}.")
+        raise UserError(f"--precisions must be among {', '.join(_DTYPES)}; got {', '.join(unknown)}.")
     reference = end_to_end_seconds(FLAGS.vs_json) if FLAGS.vs_json else {}  # read first: fail before measuring
     sets = load_all(FLAGS.data_path)
     unique = sorted({s for group in sets.values() for ps in group.values() for s in ps.sentences1 + ps.sentences2})

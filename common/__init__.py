@@ -12,13 +12,17 @@
 - `common.artifacts`: run IDs, the artifacts layout and atomic publishing.
 - `common.api`: `SentenceModel` (load any `--model` value, `encode`) and `similarity`,
   the Python API for users; `from common import SentenceModel, similarity` works too.
+- `common.errors`: `UserError`, raised for input the user gave that is wrong (a
+  `ValueError`); `from common import UserError` works too.
 
-Nothing is imported here, so `import common.training` never loads an evaluator: the
-two API names are looked up in `common.api` when first used (PEP 562).
+Only `common.errors` (no dependencies) is imported here, so `import common.training` never
+loads an evaluator: the two API names are looked up in `common.api` when first used (PEP 562).
 """
 
+from common.errors import UserError
+
 _API = ("SentenceModel", "similarity")
-__all__ = list(_API)
+__all__ = [*_API, "UserError"]
 
 
 def __getattr__(name: str):

@@ -14,10 +14,11 @@ here, its `max_seq_length` is `max_seq_len`.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from typing import Any, Dict, Optional, Sequence, Union
 
 import numpy as np
 
+from common.errors import UserError
 from common.evaluation.resolve import resolve_model
 from common.models.precision import DEFAULT_PRECISION
 
@@ -35,12 +36,12 @@ def _as_matrix(embeddings, argument: str) -> np.ndarray:
     """[dim] or [N, dim] numbers -> float32 [N, dim]."""
     array = np.asarray(embeddings)
     if array.dtype.kind not in "fiu":
-        raise ValueError(f"similarity: {argument} must be embeddings (numbers, e.g. from encode()), "
+        raise UserError(f"similarity: {argument} must be embeddings (numbers, e.g. from encode()), "
                          f"got an array of dtype {array.dtype}; encode sentences first.")
     if array.ndim == 1:
         array = array[None, :]
     if array.ndim != 2:
-        raise ValueError(f"similarity: {argument} must be one embedding [dim] or a matrix [n, dim], "
+        raise UserError(f"similarity: {argument} must be one embedding [dim] or a matrix [n, dim], "
                          f"got shape {array.shape}.")
     return array.astype(np.float32, copy=False)
 
@@ -56,11 +57,11 @@ def similarity(a, b) -> np.ndarray:
         float32 array [n, m] (a 1-D input counts as one row).
 
     Raises:
-        ValueError: for inputs that are not 1-D or 2-D numbers, or of different widths.
+        UserError: for inputs that are not 1-D or 2-D numbers, or of different widths.
     """
     a, b = _as_matrix(a, "a"), _as_matrix(b, "b")
     if a.shape[1] != b.shape[1]:
-        raise ValueError(f"similarity: a has {a.shape[1]} dimensions and b {b.shape[1]}; "
+        raise UserError(f"similarity: a has {a.shape[1]} dimensions and b {b.shape[1]}; "
                          "compare embeddings of the same model.")
     return _unit_rows(a) @ _unit_rows(b).T  # [n, m]
 
@@ -78,23 +79,34 @@ class SentenceModel:
         model_location: str. "local", or "gcs" to read run IDs from
             `gs://<gcs_bucket>/model/<ID>`. Defaults to "local".
         gcs_bucket: str. Bucket for `model_location="gcs"`.
-        max_seq_len: int. Truncation length for encoder specs (sentence-transformers'
-            `max_seq_length`); exported models keep their own. Defaults to the model's.
+        max_seq_len: int. Truncation length in tokens (sentence-transformers'
+            `max_seq_length`). Defaults to the model's own maximum (256 for MiniLM,
+            else the position embeddings: 512 for BERTs), never the length a run
+            trained at; a run is rebuilt from its weights for another length, an
+            exported SavedModel or TFLite file takes only its own.
         precision: str. "fp32", "bf16" (Keras mixed_bfloat16: float32 weights,
             bfloat16 matmuls) or "fp16"; embeddings are float32 in each. bf16 and
             fp16 rebuild a run's encoder from its weights; an exported SavedModel
             or TFLite file takes only fp32. Defaults to "fp32".
+        prompts: dict of str to str, or None. Named prefixes for `encode(...,
+            prompt_name=...)`, as sentence-transformers' `prompts` (e.g.
+            {"query": "query: ", "passage": "passage: "}). Defaults to none.
 
     Raises:
-        ValueError: for a value that is not a model, naming the valid forms.
+        UserError: for a value that is not a model, naming the valid forms.
         FileNotFoundError: for a run ID or path that does not exist.
     """
 
     def __init__(self, model: str = "minilm", artifacts_dir: str = "artifacts", model_location: str = "local",
                  gcs_bucket: Optional[str] = None, max_seq_len: Optional[int] = None,
-                 precision: str = DEFAULT_PRECISION):
+                 precision: str = DEFAULT_PRECISION, prompts: Optional[Dict[str, str]] = None):
+        if prompts is not None and not (isinstance(prompts, dict) and
+                                        all(isinstance(k, str) and isinstance(v, str) for k, v in prompts.items())):
+            raise UserError(f"SentenceModel: prompts must map names to prefix strings, e.g. "
+                            f"{{'query': 'query: '}}; got {prompts!r}.")
+        self.prompts = dict(prompts or {})
         if not isinstance(model, str) or not model.strip():
-            raise ValueError(f"SentenceModel needs a model: an encoder spec such as 'minilm', a run ID "
+            raise UserError(f"SentenceModel needs a model: an encoder spec such as 'minilm', a run ID "
                              f"YYYYMMDD-HHMMSS or a path; got {model!r}.")
         self._embedder = resolve_model(model, artifacts_dir=artifacts_dir, model_location=model_location,
                                        gcs_bucket=gcs_bucket, max_seq_len=max_seq_len, precision=precision)
@@ -110,34 +122,75 @@ class SentenceModel:
         return self._embedder.source
 
     def encode(self, sentences: Union[str, Sequence[str]], batch_size: int = 32, normalize: bool = False,
-               show_progress_bar: bool = False) -> np.ndarray:
+               show_progress_bar: bool = False, prompt: Optional[str] = None, prompt_name: Optional[str] = None,
+               normalize_embeddings: Optional[bool] = None, convert_to_tensor: bool = False,
+               output_value: str = "sentence_embedding", precision: str = "float32", **kwargs: Any):
         """Embeds sentences, in batches of similar length, in the order given.
+
+        Called as sentence-transformers' `SentenceTransformer.encode` is, so evaluation
+        harnesses that call `model.encode(sentences, batch_size=..., task_name=...,
+        prompt_type=...)` (MTEB and the like) can take a SentenceModel as it is:
+        keyword arguments this model has no use for (`task_name`, `prompt_type`,
+        `device`, `convert_to_numpy`, ...) are accepted and ignored, as
+        sentence-transformers ignores those its modules do not read.
 
         Args:
             sentences: str or sequence of str.
             batch_size: int. Sentences per forward pass. Defaults to 32.
-            normalize: bool. L2-normalise each embedding (sentence-transformers'
-                `normalize_embeddings`); then a dot product is the cosine. Models
-                that normalise already (MiniLM) are unchanged. Defaults to False.
+            normalize: bool. L2-normalise each embedding; then a dot product is the
+                cosine. Models that normalise already (MiniLM) are unchanged.
+                Defaults to False.
             show_progress_bar: bool. A tqdm bar over the batches. Defaults to False.
+            prompt: str or None. A prefix put before every sentence (e.g. "query: ").
+            prompt_name: str or None. The name of one of the constructor's `prompts`;
+                `prompt` wins when both are given, as in sentence-transformers.
+            normalize_embeddings: bool or None. sentence-transformers' name for
+                `normalize`; either one set normalises.
+            convert_to_tensor: bool. Return a tf.Tensor instead of a NumPy array.
+            output_value: str. Only "sentence_embedding" (token embeddings are not
+                returned by every model this class loads).
+            precision: str. Only "float32" (quantised embeddings are not offered).
+            **kwargs: accepted and ignored.
 
         Returns:
-            float32 array [len(sentences), dim], or [dim] for a single str.
+            float32 array [len(sentences), dim], or [dim] for a single str (a
+            tf.Tensor of the same with `convert_to_tensor`).
 
         Raises:
-            ValueError: for an empty list, an item that is not a str, or batch_size < 1.
+            UserError: for an empty list, an item that is not a str, batch_size < 1,
+                an unknown `prompt_name`, or an `output_value`/`precision` other
+                than the ones above.
         """
+        del kwargs  # what harnesses pass for models that use it (task names, prompt types, devices)
+        if output_value != "sentence_embedding":
+            raise UserError(f"encode: output_value={output_value!r} is not offered; expected "
+                            "'sentence_embedding'.")
+        if precision != "float32":
+            raise UserError(f"encode: precision={precision!r} is not offered; expected 'float32' (quantise the "
+                            "returned array yourself).")
+        if prompt is None and prompt_name is not None:
+            if prompt_name not in self.prompts:
+                raise UserError(f"encode: prompt_name={prompt_name!r} is not one of this model's prompts "
+                                f"{sorted(self.prompts)}; pass prompts={{{prompt_name!r}: '...'}} to SentenceModel.")
+            prompt = self.prompts[prompt_name]
         single = isinstance(sentences, str)
         batch = [sentences] if single else list(sentences)
         if not batch:
-            raise ValueError("encode: no sentences given; pass a str or a non-empty list of str.")
+            raise UserError("encode: no sentences given; pass a str or a non-empty list of str.")
         for i, sentence in enumerate(batch):
             if not isinstance(sentence, str):
-                raise ValueError(f"encode: sentences must be str, got {type(sentence).__name__} at index {i}.")
+                raise UserError(f"encode: sentences must be str, got {type(sentence).__name__} at index {i}.")
+        if prompt:
+            batch = [prompt + sentence for sentence in batch]
         embeddings = self._embedder.embed(batch, batch_size=batch_size, progress=show_progress_bar)
-        if normalize:
+        if normalize or normalize_embeddings:
             embeddings = _unit_rows(embeddings)
-        return embeddings[0] if single else embeddings
+        out = embeddings[0] if single else embeddings
+        if convert_to_tensor:
+            import tensorflow as tf
+
+            return tf.constant(out)
+        return out
 
     similarity = staticmethod(similarity)
 

@@ -20,6 +20,8 @@ from typing import Any, Callable, Dict, List, Optional
 import tensorflow as tf
 from absl import logging
 
+from common.errors import UserError
+
 RUN_ID_FORMAT = "%Y%m%d-%H%M%S"
 RUN_ID_PATTERN = re.compile(r"^\d{8}-\d{6}$")
 # Where `--model=<run ID>` looks: the local artifacts root, or gs://<bucket>/model/<ID>.
@@ -249,19 +251,19 @@ def model_path(model: str, artifacts_dir: str = "artifacts", model_location: str
     code did; a `gs://` URL or an existing local path is returned as is.
 
     Raises:
-        ValueError: for an unknown location, an empty model or a missing bucket.
+        UserError: for an unknown location, an empty model or a missing bucket.
         FileNotFoundError: for a local run ID that does not exist.
     """
     if model_location not in MODEL_LOCATIONS:
-        raise ValueError(f"--model_location must be one of {MODEL_LOCATIONS}, got {model_location!r}.")
+        raise UserError(f"--model_location must be one of {MODEL_LOCATIONS}, got {model_location!r}.")
     if not model:
-        raise ValueError("--model is empty; give a run ID, a path or an encoder spec.")
+        raise UserError("--model is empty; give a run ID, a path or an encoder spec.")
     if model == LATEST:
         model = latest_run_id(artifacts_dir)
     if RUN_ID_PATTERN.match(model):
         if model_location == "gcs":
             if not gcs_bucket:
-                raise ValueError("--model_location=gcs needs --gcs_bucket.")
+                raise UserError("--model_location=gcs needs --gcs_bucket.")
             return f"gs://{gcs_bucket.removeprefix('gs://').strip('/')}/model/{model}"
         path = model_dir(artifacts_dir, model)
         if not tf.io.gfile.exists(path):

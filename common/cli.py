@@ -2,6 +2,11 @@
 
 Import this module before anything that imports TensorFlow (it sets TF_CPP_MIN_LOG_LEVEL),
 and start the script with `cli.run(main)` instead of `app.run(main)`.
+
+A user error (`common.errors.UserError`, a file the user named that is missing or unreadable,
+a `gs://` or network failure, an artifact that could not be written) ends the script as one line
+on stderr and exit code 2. Anything else is a defect of the toolkit, a plain `ValueError`
+included: its traceback is shown and the exit code is 1.
 """
 
 from __future__ import annotations
@@ -20,11 +25,14 @@ VERBOSE_REQUESTED = any(arg in ("--verbose", "--verbose=true", "--verbose=True")
 
 
 def _load_tensorflow_quietly() -> None:
-    """Imports TensorFlow with file descriptor 2 pointed at /dev/null.
+    """Imports TensorFlow and lists its physical devices with file descriptor 2 pointed at /dev/null.
 
     TensorFlow 2.21 writes its start-up lines (CUDA probing, CPU features, "All log messages
     before absl::InitializeLog()") through C++ logging before TF_CPP_MIN_LOG_LEVEL applies;
-    only the descriptor itself can hold them back. Python errors still surface afterwards.
+    only the descriptor itself can hold them back. The CUDA driver probe of a machine without
+    a GPU ("failed call to cuInit: ... CUDA error") is logged at ERROR level when the devices
+    are first listed, which would otherwise be the script's first TensorFlow operation.
+    Python errors still surface afterwards.
     """
     try:
         fd = sys.stderr.fileno()
@@ -34,9 +42,11 @@ def _load_tensorflow_quietly() -> None:
     saved, devnull = os.dup(fd), os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, fd)
     try:
-        # Only the import: initialising devices here would come before a MultiWorkerMirroredStrategy,
-        # which must be created first.
-        import tensorflow  # noqa: F401
+        import tensorflow
+
+        # Listing the physical devices probes the platforms (CUDA included) without initialising the
+        # runtime: a MultiWorkerMirroredStrategy, which must come first, can still be created.
+        tensorflow.config.list_physical_devices()
     finally:
         os.dup2(saved, fd)
         os.close(saved)
@@ -46,8 +56,11 @@ def _load_tensorflow_quietly() -> None:
 if not VERBOSE_REQUESTED:
     _load_tensorflow_quietly()
 
-# Errors a user causes and can fix: a flag value, a path, the data, the network.
-USER_ERRORS = (ValueError, FileNotFoundError, NotADirectoryError, PermissionError, ConnectionError)
+from common.errors import UserError  # noqa: E402
+
+# Errors a user causes and can fix: a flag value, a setting, the data (UserError), a path the user
+# gave that is missing or unreadable, the network. A plain ValueError is not among them: it is a defect.
+USER_ERRORS = (UserError, FileNotFoundError, NotADirectoryError, PermissionError, ConnectionError)
 
 flags.DEFINE_bool("verbose", False, "Show the traceback of a user error, and TensorFlow's own log messages.")
 
@@ -79,7 +92,7 @@ def _parse_flags(argv):
 
 def run(main: Callable) -> None:
     """`app.run(main)`, where a user error (a flag absl cannot parse included) ends as one line on stderr
-    and exit code 2."""
+    and exit code 2. Any other exception propagates: Python prints its traceback and the exit code is 1."""
 
     def wrapped(argv):
         if not flags.FLAGS.verbose:

@@ -14,6 +14,8 @@ from typing import Any, Dict, Optional
 import tensorflow as tf
 
 from common import artifacts
+from common.errors import UserError
+from common.models.bpe_tokenization import ByteLevelBpeTokenizer
 
 FORMATS = ("sentence-transformers", "tflite")
 EXPORT_RECORD = "export.json"
@@ -33,7 +35,8 @@ class ExportConfig:
         artifacts_dir: str. Where run IDs are looked up. Defaults to "artifacts".
         model_location: str. "local" or "gcs". Defaults to "local".
         gcs_bucket: str or None. Bucket for `model_location="gcs"`.
-        max_seq_len: int or None. Truncation length; None keeps the model's.
+        max_seq_len: int or None. Truncation length; None: the model's own maximum
+            (`SentenceEncoder.model_max_seq_len`), not the length a run trained at.
     """
 
     model: str
@@ -46,20 +49,20 @@ class ExportConfig:
     max_seq_len: Optional[int] = None
 
     def validate(self) -> None:
-        """Raises ValueError for settings that cannot go together, before anything is loaded."""
+        """Raises UserError for settings that cannot go together, before anything is loaded."""
         from common.models.tflite_export import QUANTIZATIONS
 
         if self.format not in FORMATS:
-            raise ValueError(f"--format must be one of {', '.join(FORMATS)}; got {self.format!r}.")
+            raise UserError(f"--format must be one of {', '.join(FORMATS)}; got {self.format!r}.")
         if self.quantize not in QUANTIZATIONS:
-            raise ValueError(f"--quantize must be one of {', '.join(QUANTIZATIONS)}; got {self.quantize!r}.")
+            raise UserError(f"--quantize must be one of {', '.join(QUANTIZATIONS)}; got {self.quantize!r}.")
         if self.quantize != "none" and self.format != "tflite":
-            raise ValueError(f"--quantize={self.quantize} applies to --format=tflite only; a {self.format} export "
+            raise UserError(f"--quantize={self.quantize} applies to --format=tflite only; a {self.format} export "
                              "keeps the float32 weights.")
         if not self.out:
-            raise ValueError("--out is required: the folder to write the export to (it must not exist).")
+            raise UserError("--out is required: the folder to write the export to (it must not exist).")
         if self.max_seq_len is not None and self.max_seq_len < 2:
-            raise ValueError(f"--max_seq_len must be >= 2 ([CLS] and [SEP]), got {self.max_seq_len}.")
+            raise UserError(f"--max_seq_len must be >= 2 ([CLS] and [SEP]), got {self.max_seq_len}.")
 
 
 def export_model(config: ExportConfig) -> Dict[str, Any]:
@@ -70,7 +73,7 @@ def export_model(config: ExportConfig) -> Dict[str, Any]:
         encoder's settings, package versions and each file's size in bytes.
 
     Raises:
-        ValueError: for invalid settings, an existing `out`, or a model that has no
+        UserError: for invalid settings, an existing `out`, or a model that has no
             encoder to export (see `resolve_encoder`).
         FileNotFoundError: for a run ID or path that does not exist.
     """
@@ -79,7 +82,7 @@ def export_model(config: ExportConfig) -> Dict[str, Any]:
 
     config.validate()
     if tf.io.gfile.exists(config.out):
-        raise ValueError(f"--out={config.out} exists; an export is never written over an existing folder: "
+        raise UserError(f"--out={config.out} exists; an export is never written over an existing folder: "
                          "give a new --out.")
     artifacts.require_bucket(config.out)
     encoder = resolve_encoder(config.model, config.artifacts_dir, config.model_location, config.gcs_bucket,
@@ -87,8 +90,12 @@ def export_model(config: ExportConfig) -> Dict[str, Any]:
     positions = getattr(getattr(encoder.backbone, "config", None), "max_position_embeddings", None)
     if positions is not None and encoder.encoder_config.max_seq_len > positions:
         # keras-hub pads to max_seq_length, and any sentence that long would index past the position table.
-        raise ValueError(f"{config.model}: max_seq_len {encoder.encoder_config.max_seq_len} exceeds the model's "
+        raise UserError(f"{config.model}: max_seq_len {encoder.encoder_config.max_seq_len} exceeds the model's "
                          f"{positions} position embeddings; give --max_seq_len={positions} or less.")
+    if config.format == "tflite" and isinstance(encoder.tokenizer, ByteLevelBpeTokenizer):
+        raise UserError(f"{config.model}: --format=tflite packs a WordPiece (BERT) tokenizer with TFLite's "
+                         "built-in ops; this encoder tokenizes with byte-level BPE (RoBERTa): use "
+                         "--format=sentence-transformers.")
     if config.format == "tflite":
         from common.models.tflite_export import TFLITE_FILE, tflite_model
 

@@ -9,6 +9,7 @@ from typing import Dict, List, Sequence, Tuple
 from absl import flags
 
 from common.artifacts import MODEL_LOCATIONS
+from common.errors import UserError
 from common.training import registry
 from common.training.config import SECTIONS, EncoderSection, RunSection, TrainConfig, field_types, flag_name
 
@@ -35,13 +36,15 @@ def define_model_flags(default_model: str = "minilm", batch_size: bool = True) -
     flags.DEFINE_string(
         "model", default_model,
         "Run ID under --artifacts_dir/model, a local or gs:// path, or an encoder spec "
-        "(minilm, small, base, a TF Hub URL, a Hugging Face BERT directory).")
+        "(minilm, small, base, a TF Hub URL, a Hugging Face BERT or RoBERTa directory).")
     define_artifact_flags()
     flags.DEFINE_enum("model_location", "local", MODEL_LOCATIONS,
                       "Where run IDs live: local (--artifacts_dir) or gcs (gs://<--gcs_bucket>/model/<ID>).")
     flags.DEFINE_string("gcs_bucket", None, "Bucket for --model_location=gcs.")
     flags.DEFINE_integer("max_seq_len", None,
-                         "Truncation length for encoder specs; default: the model's own (256 for MiniLM) or 128.")
+                         "Truncation length in tokens; default: the model's own maximum (sentence-transformers' "
+                         "max_seq_length, 256 for MiniLM, else its position embeddings, 512 for BERTs), never the "
+                         "length a run trained at. An exported model takes only its own.")
     if batch_size:
         flags.DEFINE_integer("batch_size", 128, "Sentences per encoding batch.", lower_bound=1)
         # As training defines it (`EncoderSection.precision`); a string checked by resolve_model,
@@ -131,7 +134,7 @@ def train_config_from_flags(flag_values: flags.FlagValues, owners: Dict[str, Lis
     """The TrainConfig the command line asks for.
 
     Raises:
-        ValueError: for a flag that the chosen method does not use (naming it and
+        UserError: for a flag that the chosen method does not use (naming it and
             the methods that do), or flags given with --resume that it would ignore.
     """
     given = given_settings(flag_values, list(owners))
@@ -141,7 +144,7 @@ def train_config_from_flags(flag_values: flags.FlagValues, owners: Dict[str, Lis
 
         saved = load_run_config(flag_values["artifacts_dir"].value or RunSection.artifacts_dir, given["resume"])
         if flag_values["method"].present and method != saved.method:
-            raise ValueError(f"--resume={given['resume']} is a {saved.method} run, not --method={method}; "
+            raise UserError(f"--resume={given['resume']} is a {saved.method} run, not --method={method}; "
                              "resume without --method.")
         resumed = saved.replace(**given)
         resume_changes(saved, resumed)  # refuses, naming them, the settings a resumed run may not change
@@ -149,6 +152,6 @@ def train_config_from_flags(flag_values: flags.FlagValues, owners: Dict[str, Lis
     unused = [name for name in given if method not in owners[name]]
     if unused:
         details = "; ".join(f"--{n} is a setting of {', '.join(owners[n])}" for n in unused)
-        raise ValueError(f"--method={method} does not use {', '.join('--' + n for n in unused)} ({details}). "
+        raise UserError(f"--method={method} does not use {', '.join('--' + n for n in unused)} ({details}). "
                          "Remove the flag, or choose the method it belongs to.")
     return registry.build_config(method, given)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from common.errors import UserError
 from common.training.config import option
 from common.training.grad_cache import GradCacheOptions
 from declutr_tf.span_sampling import SAMPLING_STRATEGIES, SpanConfig
@@ -40,6 +41,6 @@ class DeclutrOptions(GradCacheOptions):
         super().validate(config)  # --mini_batch_size counts documents, as --batch_size
         self.spans  # validates the span settings
         if not (self.mlm or self.contrastive):
-            raise ValueError("--mlm=false and --contrastive=false leave nothing to train.")
+            raise UserError("--mlm=false and --contrastive=false leave nothing to train.")
         if not self.temperature > 0:
-            raise ValueError(f"--temperature must be > 0, got {self.temperature}.")
+            raise UserError(f"--temperature must be > 0, got {self.temperature}.")

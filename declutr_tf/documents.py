@@ -11,6 +11,7 @@ import tensorflow as tf
 from common.data.fingerprint import fingerprint_rows
 from common.data.files import DATA_HELP, read_lines
 from common.data.sampling import StreamSampler
+from common.errors import UserError
 from declutr_tf.span_sampling import SpanConfig, sample_spans
 
 
@@ -44,10 +45,10 @@ def read_documents(paths: List[str], config: SpanConfig) -> Documents:
     skipped and counted; empty lines are ignored.
 
     Raises:
-        ValueError: when no document is long enough, with the counts.
+        UserError: when no document is long enough, with the counts.
     """
     if not paths:
-        raise ValueError("No DeCLUTR training data given (--train_data).")
+        raise UserError("No DeCLUTR training data given (--train_data).")
     tokens, skipped, files = [], 0, []
     for path in paths:
         for file in _files(path):
@@ -61,7 +62,7 @@ def read_documents(paths: List[str], config: SpanConfig) -> Documents:
                     continue
                 tokens.append(words)
     if not tokens:
-        raise ValueError(
+        raise UserError(
             f"No usable document in {files}: all {skipped} are shorter than {config.min_document_len} tokens "
             f"(num_anchors * max_span_len * 2). Use longer documents or lower --max_span_len / --num_anchors."
         )

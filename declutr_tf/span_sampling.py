@@ -57,6 +57,8 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
+from common.errors import UserError
+
 SAMPLING_STRATEGIES = ("all", "adjacent", "subsumed")
 
 
@@ -82,11 +84,11 @@ class SpanConfig:
 
     def __post_init__(self):
         if self.num_anchors < 1 or self.num_positives < 1:
-            raise ValueError("num_anchors and num_positives must be >= 1.")
+            raise UserError("num_anchors and num_positives must be >= 1.")
         if not 1 <= self.min_span_len <= self.max_span_len:
-            raise ValueError(f"Need 1 <= min_span_len <= max_span_len, got {self.min_span_len}, {self.max_span_len}.")
+            raise UserError(f"Need 1 <= min_span_len <= max_span_len, got {self.min_span_len}, {self.max_span_len}.")
         if self.sampling_strategy not in SAMPLING_STRATEGIES:
-            raise ValueError(f"sampling_strategy must be one of {SAMPLING_STRATEGIES}, got {self.sampling_strategy!r}.")
+            raise UserError(f"sampling_strategy must be one of {SAMPLING_STRATEGIES}, got {self.sampling_strategy!r}.")
 
     @property
     def min_document_len(self) -> int:

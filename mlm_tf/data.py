@@ -12,6 +12,7 @@ import tensorflow as tf
 from absl import logging
 
 from common.data.files import read_lines
+from common.errors import UserError
 
 MANIFEST = "manifest.json"
 
@@ -36,7 +37,7 @@ def read_books(paths: Sequence[str]) -> Books:
     number of documents, in file order; without one, every document is its own "book".
 
     Raises:
-        ValueError: when a manifest's document counts do not add up to the file's lines.
+        UserError: when a manifest's document counts do not add up to the file's lines.
     """
     documents, titles = [], []
     for path in paths:
@@ -47,7 +48,7 @@ def read_books(paths: Sequence[str]) -> Books:
                 books = json.load(f)["books"]
             counts = [int(b["documents"]) for b in books]
             if sum(counts) != len(lines):
-                raise ValueError(f"{manifest}: its books have {sum(counts)} documents, but {path} has {len(lines)} "
+                raise UserError(f"{manifest}: its books have {sum(counts)} documents, but {path} has {len(lines)} "
                                  "non-empty lines; expected one document per line, books in manifest order.")
             start = 0
             for book, count in zip(books, counts):
@@ -59,7 +60,7 @@ def read_books(paths: Sequence[str]) -> Books:
             documents.extend([line] for line in lines)
             titles.extend(f"{posixpath.basename(path)}:{i + 1}" for i in range(len(lines)))
     if not documents:
-        raise ValueError(f"No documents in {list(paths)}; expected text files with one document per line.")
+        raise UserError(f"No documents in {list(paths)}; expected text files with one document per line.")
     return Books(documents, titles)
 
 
@@ -67,10 +68,10 @@ def split_books(books: Books, heldout: int, seed: int) -> Tuple[List[str], List[
     """A seeded whole-book split: (training documents, held-out documents, held-out titles).
 
     Raises:
-        ValueError: when fewer than heldout + 1 books exist.
+        UserError: when fewer than heldout + 1 books exist.
     """
     if heldout >= len(books.documents):
-        raise ValueError(f"--heldout_books={heldout} leaves no training book ({len(books.documents)} books).")
+        raise UserError(f"--heldout_books={heldout} leaves no training book ({len(books.documents)} books).")
     chosen = set(np.random.default_rng(seed).choice(len(books.documents), size=heldout, replace=False).tolist())
     train = [d for b, docs in enumerate(books.documents) if b not in chosen for d in docs]
     held = [d for b, docs in enumerate(books.documents) if b in chosen for d in docs]
@@ -94,7 +95,7 @@ def pack_windows(pieces: Sequence[np.ndarray], window: int, cls_id: int, sep_id:
         (token_ids int32 [N, window], padding_mask int32 [N, window]).
     """
     if window < 3:
-        raise ValueError(f"Windows need room for [CLS], a token and [SEP]; got --max_seq_len={window}.")
+        raise UserError(f"Windows need room for [CLS], a token and [SEP]; got --max_seq_len={window}.")
     parts = []
     for i, p in enumerate(pieces):
         if i:
@@ -102,7 +103,7 @@ def pack_windows(pieces: Sequence[np.ndarray], window: int, cls_id: int, sep_id:
         parts.append(np.asarray(p, np.int32))
     stream = np.concatenate(parts) if parts else np.zeros([0], np.int32)
     if not len(stream):
-        raise ValueError("No tokens to pack.")
+        raise UserError("No tokens to pack.")
     body = window - 2
     n = -(-len(stream) // body)
     chunks = np.full([n * body], pad_id, np.int32)

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Optional
 
 from common.data.nli import DEFAULT_NLI_TRAIN
+from common.errors import UserError
 from common.training.config import option
 from pause_tf.annealing import ANNEALING_MODES
 
@@ -37,10 +38,10 @@ class PauseOptions:
 
     def validate(self, config) -> None:
         if self.task == "stsb" and not self.pretrained_weights:
-            raise ValueError("--task=stsb fine-tunes a trained model: give --pretrained_weights=<run ID or path>.")
+            raise UserError("--task=stsb fine-tunes a trained model: give --pretrained_weights=<run ID or path>.")
         if not 0 < self.prior < 1:
-            raise ValueError(f"--prior must be in (0, 1), got {self.prior}.")
+            raise UserError(f"--prior must be in (0, 1), got {self.prior}.")
         if not 0 < self.pos_sample_prec <= 100:
-            raise ValueError(f"--pos_sample_prec must be in (0, 100], got {self.pos_sample_prec}.")
+            raise UserError(f"--pos_sample_prec must be in (0, 100], got {self.pos_sample_prec}.")
         if self.labeled_batch_fraction is not None and not 0 < self.labeled_batch_fraction <= 1:
-            raise ValueError(f"--labeled_batch_fraction must be in (0, 1], got {self.labeled_batch_fraction}.")
+            raise UserError(f"--labeled_batch_fraction must be in (0, 1], got {self.labeled_batch_fraction}.")

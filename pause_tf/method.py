@@ -14,6 +14,7 @@ from common.data.sampling import StreamSampler, batches_dataset
 from common.data.sources import resolve_sources
 from common.data.sts import load_stsb
 from common.data.synthetic import write_nli_jsonl
+from common.errors import UserError
 from common.models.encoder import build_encoder
 from common.models.tokenization import truncated_sentences
 from common.training import registry
@@ -32,7 +33,7 @@ def _restore_pretrained(model, config: TrainConfig) -> None:
         trunk = tf.train.Checkpoint(encoder=model.encoder, hidden=model.hidden, classifier=model.classifier)
         tf.train.Checkpoint(model=trunk).read(prefix).expect_partial().assert_existing_objects_matched()
     except (ValueError, AssertionError, tf.errors.InvalidArgumentError) as e:
-        raise ValueError(
+        raise UserError(
             f"--pretrained_weights={options.pretrained_weights}: its encoder is {saved['encoder']['spec']!r} and "
             f"does not fit --model={config.encoder.model!r} (a model of another size?). Use the same --model as the "
             f"pretrained run. Details: {str(e).splitlines()[0][:300]}"

@@ -13,6 +13,7 @@ from typing import Dict, Mapping, Optional
 import keras
 import tensorflow as tf
 
+from common.errors import UserError
 from common.models.encoder import SentenceEncoder
 from common.training.distribute import replica_sum
 from common.training.method import MethodModel
@@ -136,7 +137,7 @@ class StsbModel(SiameseModel):
     def __init__(self, encoder: SentenceEncoder, objective: str = "cosine", **kwargs):
         super().__init__(encoder, **kwargs)
         if objective not in STSB_OBJECTIVES:
-            raise ValueError(f"Unknown STS-B objective {objective!r}; expected one of {STSB_OBJECTIVES}.")
+            raise UserError(f"Unknown STS-B objective {objective!r}; expected one of {STSB_OBJECTIVES}.")
         self.objective = objective
         self.regressor = keras.layers.Dense(1, activation="relu", name="regressor")
         # Built here: the cosine objective never calls it, and Keras warns about a model

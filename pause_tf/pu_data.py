@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from common.data.nli import NliPairs
 from common.data.sampling import StreamSampler, batches_dataset
+from common.errors import UserError
 from pause_tf.losses import UNLABELED
 
 
@@ -34,7 +35,7 @@ def pu_split(labels: np.ndarray, percent: float, seed: int) -> np.ndarray:
         [n] int32 array of class ids and -1 (unlabelled).
     """
     if not 0 < percent <= 100:
-        raise ValueError(f"pos_sample_prec must be in (0, 100], got {percent}.")
+        raise UserError(f"pos_sample_prec must be in (0, 100], got {percent}.")
     labels = np.asarray(labels, np.int32)
     if (labels < 0).any():
         raise ValueError("pu_split expects gold labels >= 0.")
@@ -64,7 +65,7 @@ def stream_weights(num_classes: int, prior: float, labeled_batch_fraction: Optio
     weights.append(1.0 - share if has_unlabeled else 0.0)
     total = sum(weights)
     if total <= 0:
-        raise ValueError("No data to sample from: every stream is empty.")
+        raise UserError("No data to sample from: every stream is empty.")
     return [w / total for w in weights]
 
 

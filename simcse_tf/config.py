@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from common.data.nli import DEFAULT_NLI_TRAIN
+from common.errors import UserError
 from common.training.config import option
 from common.training.grad_cache import GradCacheOptions
 
@@ -55,4 +56,4 @@ class SimcseOptions(GradCacheOptions):
     def validate(self, config) -> None:
         super().validate(config)
         if not (self.temperature > 0 and self.hard_negative_weight > 0):
-            raise ValueError("--temperature and --hard_negative_weight must be > 0.")
+            raise UserError("--temperature and --hard_negative_weight must be > 0.")

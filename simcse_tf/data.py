@@ -9,6 +9,7 @@ from common.data.nli import LABEL_IDS, SENTEVAL_PREFIX, read_nli
 from common.data.sentences import sentences_from_documents
 from common.data.sources import resolve_sources
 from common.data.sts import load_stsb
+from common.errors import UserError
 
 STSB_PREFIX = "stsb:"
 SENTENCES_PREFIX = "sentences:"
@@ -37,7 +38,7 @@ def read_sentences(sources: Sequence[str], data_path: str, max_sentences: int = 
             if sentence.strip():
                 seen.setdefault(sentence, None)
     if not seen:
-        raise ValueError(f"No training sentences in {list(sources)}.")
+        raise UserError(f"No training sentences in {list(sources)}.")
     return list(seen)
 
 
@@ -59,5 +60,5 @@ def read_triples(sources: Sequence[str], data_path: str) -> Tuple[List[str], Lis
     ent, con = LABEL_IDS["entailment"], LABEL_IDS["contradiction"]
     triples = [(p, hyps[ent], hyps[con]) for p, hyps in by_premise.items() if ent in hyps and con in hyps]
     if not triples:
-        raise ValueError(f"No premise in {list(sources)} has both an entailment and a contradiction hypothesis.")
+        raise UserError(f"No premise in {list(sources)} has both an entailment and a contradiction hypothesis.")
     return [t[0] for t in triples], [t[1] for t in triples], [t[2] for t in triples]

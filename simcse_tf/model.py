@@ -7,6 +7,7 @@ from typing import Dict, Mapping
 import keras
 import tensorflow as tf
 
+from common.errors import UserError
 from common.models import bert as bert_lib
 from common.models.encoder import BERT_INIT_STDDEV, SentenceEncoder
 from common.training.contrastive import in_batch_infonce_loss
@@ -45,7 +46,7 @@ class SimcseModel(MethodModel):
       - initializer_range is BERT's 0.02 whatever the checkpoint's config says
         (`BertConfig` does not carry it; every BERT the toolkit builds uses 0.02).
       - The MLP needs a BERT built by this toolkit: a TF Hub SavedModel's pooler is
-        not a separate layer that can be re-initialised (a ValueError; use pooling
+        not a separate layer that can be re-initialised (a UserError; use pooling
         "cls" or "mean" there). The official code also supports RoBERTa; the
         toolkit's backbones are BERTs.
       - `hard_negative_weight` is the paper's weight alpha (1 = plain InfoNCE); the
@@ -72,10 +73,10 @@ class SimcseModel(MethodModel):
         self.mlp = mlp
         if mlp:
             if encoder.pooling not in MLP_POOLINGS:
-                raise ValueError(f"SimCSE's MLP is applied to [CLS]: the encoder's pooling must be one of "
+                raise UserError(f"SimCSE's MLP is applied to [CLS]: the encoder's pooling must be one of "
                                  f"{MLP_POOLINGS}; got {encoder.pooling!r}.")
             if not isinstance(encoder.backbone, bert_lib.BertBackbone):
-                raise ValueError("SimCSE's MLP (--pooling=cls_mlp or cls_mlp_test) needs a BERT built by this "
+                raise UserError("SimCSE's MLP (--pooling=cls_mlp or cls_mlp_test) needs a BERT built by this "
                                  "toolkit; a TF Hub SavedModel's pooler cannot be re-initialised: use "
                                  "--pooling=cls or mean.")
             dense = encoder.backbone.pooled_dense

@@ -142,3 +142,76 @@ def write_senteval_snli(root: str, split: str, n: int = 60, seed: int = 0) -> st
             f2.write(f"a {rnd.choice(nouns)} {rnd.choice(verbs)} near spot {i} .\n")
             fl.write(labels[i % 3] + "\n")
     return root
+
+
+ROBERTA_CORPUS = [
+    "The quick brown fox jumps over the lazy dog. Café, naïve, résumé!",
+    "A man is playing a guitar. A woman is slicing an onion.",
+    "你好世界，東京タワー 😀🎉 emoji and CJK.",
+    "don't won't it's we're I'll they've I'd    spaced   out\ttabs\nnewlines",
+    "Numbers 12345 3.14 1,000,000 and punctuation ... !!! ???",
+]
+
+
+def write_bpe_tokenizer_files(path: str, vocab_size: int = 300) -> str:
+    """Trains `tokenizers`' ByteLevelBPETokenizer on a small corpus and writes vocab.json and
+    merges.txt with RoBERTa's special tokens (<s> 0, <pad> 1, </s> 2, <unk> 3, <mask> 4)."""
+    from tokenizers import ByteLevelBPETokenizer
+
+    os.makedirs(path, exist_ok=True)
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(ROBERTA_CORPUS * 4, vocab_size=vocab_size, min_frequency=1,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"], show_progress=False)
+    bpe.save_model(path)
+    return path
+
+
+def write_hf_roberta_dir(path: str, num_layers: int = 2, prefixed: bool = True, seed: int = 0,
+                         tokenizer_json: bool = False) -> str:
+    """A tiny random RoBERTa in Hugging Face's format: config.json (model_type roberta),
+    model.safetensors (keys prefixed "roberta." as RobertaForMaskedLM writes them, or bare as
+    RobertaModel does), and vocab.json + merges.txt, or tokenizer.json only."""
+    import json
+
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    write_bpe_tokenizer_files(path)
+    with open(os.path.join(path, "vocab.json"), encoding="utf-8") as f:
+        vocab_size = len(json.load(f))
+    if tokenizer_json:
+        from tokenizers import Tokenizer, models, pre_tokenizers
+
+        tok = Tokenizer(models.BPE.from_file(os.path.join(path, "vocab.json"), os.path.join(path, "merges.txt")))
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.save(os.path.join(path, "tokenizer.json"))
+        os.remove(os.path.join(path, "vocab.json"))
+        os.remove(os.path.join(path, "merges.txt"))
+    h, inter, positions, pad = 24, 48, 66, 1
+    cfg = {"model_type": "roberta", "architectures": ["RobertaModel"], "vocab_size": vocab_size, "hidden_size": h,
+           "num_hidden_layers": num_layers, "num_attention_heads": 2, "intermediate_size": inter,
+           "hidden_act": "gelu", "max_position_embeddings": positions, "type_vocab_size": 1,
+           "layer_norm_eps": 1e-5, "pad_token_id": pad, "bos_token_id": 0, "eos_token_id": 2}
+    with open(os.path.join(path, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    rng = np.random.default_rng(seed)
+
+    def r(*shape, scale=0.2):
+        return (rng.normal(size=shape) * scale).astype(np.float32)
+
+    t = {"embeddings.word_embeddings.weight": r(vocab_size, h),
+         "embeddings.position_embeddings.weight": r(positions, h),
+         "embeddings.token_type_embeddings.weight": r(1, h),
+         "embeddings.LayerNorm.weight": 1 + r(h), "embeddings.LayerNorm.bias": r(h),
+         "pooler.dense.weight": r(h, h), "pooler.dense.bias": r(h)}
+    for i in range(num_layers):
+        p = f"encoder.layer.{i}."
+        for m in ("query", "key", "value"):
+            t[p + f"attention.self.{m}.weight"], t[p + f"attention.self.{m}.bias"] = r(h, h), r(h)
+        t[p + "attention.output.dense.weight"], t[p + "attention.output.dense.bias"] = r(h, h), r(h)
+        t[p + "attention.output.LayerNorm.weight"], t[p + "attention.output.LayerNorm.bias"] = 1 + r(h), r(h)
+        t[p + "intermediate.dense.weight"], t[p + "intermediate.dense.bias"] = r(inter, h), r(inter)
+        t[p + "output.dense.weight"], t[p + "output.dense.bias"] = r(h, inter), r(h)
+        t[p + "output.LayerNorm.weight"], t[p + "output.LayerNorm.bias"] = 1 + r(h), r(h)
+    save_file({("roberta." if prefixed else "") + k: v for k, v in t.items()}, os.path.join(path, "model.safetensors"))
+    return path

@@ -1,4 +1,4 @@
-"""A NumPy BERT forward pass straight from HF safetensors, the reference for tests."""
+"""A NumPy BERT (and RoBERTa) forward pass straight from HF safetensors, the reference for tests."""
 
 from __future__ import annotations
 
@@ -24,7 +24,18 @@ def _gelu(x, act):
 
 
 def _tensors(model_dir: str):
-    return {k.removeprefix("bert."): v.astype(np.float64) for k, v in load_file(f"{model_dir}/model.safetensors").items()}
+    return {k.removeprefix("bert.").removeprefix("roberta."): v.astype(np.float64)
+            for k, v in load_file(f"{model_dir}/model.safetensors").items()}
+
+
+def _position_ids(cfg, token_ids: np.ndarray) -> np.ndarray:
+    """BERT: 0, 1, ...; RoBERTa (HF `create_position_ids_from_input_ids`, from the ids): tokens
+    other than the padding token count from pad_token_id + 1, padding sits at pad_token_id."""
+    if cfg.get("model_type", "bert") != "roberta":
+        return np.broadcast_to(np.arange(token_ids.shape[1]), token_ids.shape)
+    pad = cfg.get("pad_token_id", 1)
+    real = (token_ids != pad).astype(np.int64)
+    return np.cumsum(real, axis=1) * real + pad
 
 
 def bert_last_hidden(model_dir: str, token_ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -34,7 +45,7 @@ def bert_last_hidden(model_dir: str, token_ids: np.ndarray, mask: np.ndarray) ->
     eps, heads = cfg.get("layer_norm_eps", 1e-12), cfg["num_attention_heads"]
     b, n = token_ids.shape
     x = t["embeddings.word_embeddings.weight"][token_ids]
-    x = x + t["embeddings.position_embeddings.weight"][:n][None]
+    x = x + t["embeddings.position_embeddings.weight"][_position_ids(cfg, token_ids)]
     x = x + t["embeddings.token_type_embeddings.weight"][np.zeros_like(token_ids)]
     x = _layer_norm(x, t["embeddings.LayerNorm.weight"], t["embeddings.LayerNorm.bias"], eps)
     hd = x.shape[-1] // heads

@@ -37,4 +37,4 @@ def test_missing_data_is_one_line_and_exit_2(tmp_path):
                            *SMALL], cwd=ROOT, env=ENV, capture_output=True, text=True)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("fused_dense_speed.py:")]
-    assert len(errors) == 1 and "Data directory not found" in errors[0] and "section 'Data'" in errors[0]
+    assert len(errors) == 1 and "Data directory not found" in errors[0] and "docs/data.md" in errors[0]

@@ -10,6 +10,9 @@ import pytest
 from fixtures import write_sts_root
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# What TensorFlow writes to stderr when it is imported, or its devices are first listed, outside
+# common.cli: CPU features, CUDA stubs and, on a machine without a GPU, the CUDA driver probe.
+TENSORFLOW_NOISE = ("cuInit", "cudart_stub", "cpu_feature_guard", "absl::InitializeLog")
 
 
 def _run(args, cwd):
@@ -38,9 +41,9 @@ def test_test_sts_rejects_bad_input_clearly(tmp_path):
                 cwd=str(tmp_path))
     assert proc.returncode == 2 and "docs/data.md" in proc.stderr
     # The message is the last line: no traceback and no TensorFlow start-up lines (CPU features,
-    # CUDA stubs; only the CUDA driver probe of a CPU-only machine may remain). --verbose shows the traceback.
+    # CUDA stubs, the CUDA driver probe of a CPU-only machine). --verbose shows the traceback.
     assert "Traceback" not in proc.stderr and proc.stderr.strip().splitlines()[-1].startswith("test_sts.py: Data")
-    assert not any(s in proc.stderr for s in ("cpu_feature_guard", "cudart_stub", "absl::InitializeLog")), proc.stderr
+    assert not any(s in proc.stderr for s in TENSORFLOW_NOISE), proc.stderr
     verbose = _run([os.path.join(ROOT, "test_sts.py"), "--model=tiny", f"--data_path={tmp_path / 'nope'}",
                     "--verbose"], cwd=str(tmp_path))
     assert verbose.returncode != 0 and "Traceback" in verbose.stderr
@@ -62,6 +65,46 @@ def test_a_flag_absl_cannot_parse_is_one_line_and_exit_2(script, flag, says, tmp
     assert "Traceback" not in proc.stderr and "FATAL" not in proc.stderr
     # and the advice works
     assert _run([os.path.join(ROOT, script), "--helpshort"], cwd=str(tmp_path)).stdout.count("--") > 3
+
+
+# Runs a root script as `python <script>` would, after replacing `resolve_model` (which test_sts.py calls
+# first) with one that raises the exception given as sys.argv[1]: a defect or a user error deep in a run.
+INJECT = """
+import runpy, sys
+from common import cli  # noqa: F401
+import common.evaluation.resolve as resolve
+from common.errors import UserError
+error = {"internal": ValueError("an internal invariant broke"), "user": UserError("--model: no such model")}[sys.argv[1]]
+def resolve_model(*args, **kwargs):
+    raise error
+resolve.resolve_model = resolve_model
+script = sys.argv[2]
+sys.argv = [script, *sys.argv[3:]]
+runpy.run_path(script, run_name="__main__")
+"""
+
+
+def test_a_defect_shows_its_traceback_and_exits_1_a_user_error_is_one_line(tmp_path):
+    data = write_sts_root(str(tmp_path / "data"))
+    args = [os.path.join(ROOT, "test_sts.py"), "--model=tiny", f"--data_path={data}"]
+    internal = _run(["-c", INJECT, "internal", *args], cwd=str(tmp_path))
+    assert internal.returncode == 1, internal.stderr[-2000:]
+    assert "Traceback" in internal.stderr and "in resolve_model" in internal.stderr
+    assert internal.stderr.strip().splitlines()[-1] == "ValueError: an internal invariant broke"
+    user = _run(["-c", INJECT, "user", *args], cwd=str(tmp_path))
+    assert user.returncode == 2, user.stderr[-2000:]
+    assert "Traceback" not in user.stderr
+    assert user.stderr.strip().splitlines()[-1] == ("test_sts.py: --model: no such model "
+                                                     "(--verbose shows the traceback)")
+
+
+@pytest.mark.parametrize("script", ["train.py", "export.py", "senteval_eval.py"])
+def test_scripts_start_without_tensorflow_noise(script):
+    # --helpshort imports the script's modules, TensorFlow included (test_sts.py and the declutr_spans
+    # bench are checked where they run TensorFlow ops).
+    proc = _run([os.path.join(ROOT, script), "--helpshort"], cwd=ROOT)
+    assert proc.stdout.count("--") > 3 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert not any(s in proc.stderr for s in TENSORFLOW_NOISE), proc.stderr
 
 
 LOAD_PLAIN = """
@@ -139,6 +182,7 @@ def test_declutr_spans_bench_prints_its_table():
     proc = _run(["-m", "bench.declutr_spans", "--draws=200", "--num_tokens=2048", "--max_span_len=256",
                  "--edge_distances=50"], cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    assert not any(s in proc.stderr for s in TENSORFLOW_NOISE), proc.stderr
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| ")]
     assert rows[0] == "| statistic | ours |" and len(rows) == 10
     assert any(r.startswith("| anchors within 50 tokens of an edge |") for r in rows)

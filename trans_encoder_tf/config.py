@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from common.errors import UserError
 from common.training.config import option
 from trans_encoder_tf.data import STS_SICKR
 
@@ -63,20 +64,20 @@ class TransEncoderOptions:
 
     def validate(self, config) -> None:
         if config.run.train_data:
-            raise ValueError(f"--method=trans_encoder reads its pairs from --pairs; got --train_data="
+            raise UserError(f"--method=trans_encoder reads its pairs from --pairs; got --train_data="
                              f"{','.join(config.run.train_data)}.")
         if not self.cross_lr > 0:
-            raise ValueError(f"--cross_lr must be > 0; got {self.cross_lr}.")
+            raise UserError(f"--cross_lr must be > 0; got {self.cross_lr}.")
         if self.cross_warmup_fraction >= 1:
-            raise ValueError(f"--cross_warmup_fraction must be < 1; got {self.cross_warmup_fraction}.")
+            raise UserError(f"--cross_warmup_fraction must be < 1; got {self.cross_warmup_fraction}.")
         if self.mutual_cross_init and not self.mutual_init:
-            raise ValueError("--mutual_cross_init needs --mutual_init (the second bi-encoder).")
+            raise UserError("--mutual_cross_init needs --mutual_init (the second bi-encoder).")
         # A run is many phases, each selecting its own weights; the run-level selection of the
         # single-model methods has no meaning here, and its flags are refused rather than ignored.
         run = config.run
         given = [flag for flag, value in (("--eval_every", run.eval_every), ("--publish_best", run.publish_best),
                                           ("--best_metric", run.best_metric)) if value]
         if given:
-            raise ValueError(f"--method=trans_encoder does not use {', '.join(given)}: it evaluates and selects "
+            raise UserError(f"--method=trans_encoder does not use {', '.join(given)}: it evaluates and selects "
                              "within each phase (--evaluation_steps=<steps>, --best_in_phase, on by default) and "
                              "publishes the cycle with the best STS-B dev.")

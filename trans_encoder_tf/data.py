@@ -7,6 +7,7 @@ from typing import List, Sequence, Tuple
 from common.data.files import read_lines
 from common.data.sts import STS_SUBSETS, load_sick, load_sts_subset, load_stsb
 from common.data.sources import resolve_sources
+from common.errors import UserError
 
 Pair = Tuple[str, str]
 STS_SICKR = "sts_sickr"
@@ -50,7 +51,7 @@ def read_pair_file(path: str) -> List[Pair]:
 
     Raises:
         FileNotFoundError: for a missing file.
-        ValueError: naming the file and line of a line without two sentences.
+        UserError: naming the file and line of a line without two sentences.
     """
     pairs = []
     for line_no, line in enumerate(read_lines(path), start=1):
@@ -58,10 +59,10 @@ def read_pair_file(path: str) -> List[Pair]:
             continue
         fields = line.split("\t")
         if len(fields) < 2:
-            raise ValueError(f"{path}:{line_no}: expected two tab-separated sentences, got {len(fields)} field(s).")
+            raise UserError(f"{path}:{line_no}: expected two tab-separated sentences, got {len(fields)} field(s).")
         pairs.append((fields[0], fields[1]))
     if not pairs:
-        raise ValueError(f"{path}: no sentence pairs (expected one pair per line, two tab-separated sentences).")
+        raise UserError(f"{path}: no sentence pairs (expected one pair per line, two tab-separated sentences).")
     return pairs
 
 

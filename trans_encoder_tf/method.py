@@ -30,7 +30,7 @@ from common.data.fingerprint import fingerprint_rows
 from common.data.sampling import StreamSampler, batches_dataset
 from common.evaluation.embedding import embed_sentences, score_sentence_pairs
 from common.evaluation.sts import cosine_scores
-from common.models.encoder import EncoderConfig, SentenceEncoder, build_encoder
+from common.models.encoder import EncoderConfig, SentenceEncoder, build_encoder, inference_encoder
 from common.models.export import export_cross_encoder, export_encoder
 from common.training import registry
 from common.training.config import OptimizerSection, TrainConfig
@@ -256,8 +256,8 @@ def _evaluate(evaluator, model, kind: str) -> Tuple[Dict[str, float], Optional[n
     """STS-B dev of a model: ({metric: value}, the cross-encoder's dev predictions or None)."""
     if evaluator is None:
         return {}, None
-    if kind == "bi":
-        return evaluator(embed_fn_of(model)), None
+    if kind == "bi":  # at the length the published bi-encoder is used at, not the one it labels and trains at
+        return evaluator(model.encoder.with_length().embedding_function()), None
     if not hasattr(evaluator, "pair_predictions"):
         return {}, None
     predictions = evaluator.pair_predictions(pair_fn_of(model))
@@ -359,7 +359,7 @@ def _outcome(ctx, runner, models, phases, start, data_info, overlap) -> RunOutco
     digest = hashlib.sha256("".join(weights_fingerprint(x) for x in [*bis.values(), *crosses.values()]).encode())
 
     def write_models(tmp: str) -> None:
-        export_encoder(bis["a"].encoder, artifacts.join(tmp, "embedding"))
+        export_encoder(inference_encoder(bis["a"].encoder), artifacts.join(tmp, "embedding"))
         export_cross_encoder(list(crosses.values()), artifacts.join(tmp, "cross"))
         write_weights(tf.train.Checkpoint(model=tf.train.Checkpoint(**layers)), tmp)
 

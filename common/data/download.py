@@ -19,6 +19,8 @@ from typing import Dict, Sequence
 import keras
 from absl import logging
 
+from common.errors import UserError
+
 
 @dataclasses.dataclass(frozen=True)
 class Archive:
@@ -40,7 +42,7 @@ def download_archive(name: str, archive: Archive, out_dir: str) -> str:
 
     Raises:
         ConnectionError: when the URL cannot be reached, saying where to put the files.
-        ValueError: when the checksum does not match (nothing is unpacked).
+        UserError: when the checksum does not match (nothing is unpacked).
     """
     target = os.path.join(out_dir, archive.folder)
     if os.path.isdir(target):
@@ -52,7 +54,7 @@ def download_archive(name: str, archive: Archive, out_dir: str) -> str:
             zip_path = keras.utils.get_file(os.path.basename(archive.url), archive.url, file_hash=archive.md5,
                                             hash_algorithm="md5", cache_dir=tmp, cache_subdir="")
         except ValueError as e:  # get_file's own integrity check
-            raise ValueError(f"{archive.url}: the MD5 does not match the published {archive.md5}; the download "
+            raise UserError(f"{archive.url}: the MD5 does not match the published {archive.md5}; the download "
                              f"is corrupt or the file changed. Nothing was unpacked. ({e})") from None
         except Exception as e:  # get_file wraps URL and HTTP errors in a bare Exception
             raise ConnectionError(
@@ -64,7 +66,7 @@ def download_archive(name: str, archive: Archive, out_dir: str) -> str:
         with zipfile.ZipFile(zip_path) as z:
             z.extractall(unpack)
         if not os.path.isdir(os.path.join(unpack, archive.folder)):
-            raise ValueError(f"{archive.url}: the archive has no {archive.folder}/ folder.")
+            raise UserError(f"{archive.url}: the archive has no {archive.folder}/ folder.")
         shutil.move(os.path.join(unpack, archive.folder), target)  # complete, or not there at all
     return target
 
@@ -73,5 +75,5 @@ def download(names: Sequence[str], out_dir: str, archives: Dict[str, Archive] = 
     """Downloads the named archives (`snli`, `mnli`) into `out_dir`; returns their folders."""
     unknown = [n for n in names if n not in archives]
     if unknown:
-        raise ValueError(f"Unknown dataset(s) {unknown}; expected some of {sorted(archives)}.")
+        raise UserError(f"Unknown dataset(s) {unknown}; expected some of {sorted(archives)}.")
     return {n: download_archive(n, archives[n], out_dir) for n in names}

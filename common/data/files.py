@@ -6,6 +6,8 @@ from typing import List
 
 import tensorflow as tf
 
+from common.errors import UserError
+
 DATA_HELP = "see docs/data.md (set DATA_PATH / --data_path to the root that holds downstream/)"
 
 
@@ -26,10 +28,10 @@ def _read_bytes(path: str) -> bytes:
         return f.read()
 
 
-def _invalid_utf8(path: str, data: bytes, error: UnicodeDecodeError) -> ValueError:
+def _invalid_utf8(path: str, data: bytes, error: UnicodeDecodeError) -> UserError:
     line = data.count(b"\n", 0, error.start) + 1
     column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
-    return ValueError(f"{path}:{line}: invalid UTF-8 (byte 0x{data[error.start]:02x} at column {column}); expected "
+    return UserError(f"{path}:{line}: invalid UTF-8 (byte 0x{data[error.start]:02x} at column {column}); expected "
                       "UTF-8 text. Re-encode the file as UTF-8 (e.g. iconv -f latin1 -t utf-8).")
 
 
@@ -38,7 +40,7 @@ def open_data_file(path: str) -> str:
 
     Raises:
         FileNotFoundError: naming the file and where data is expected.
-        ValueError: for invalid UTF-8, naming the file, line and column (never
+        UserError: for invalid UTF-8, naming the file, line and column (never
             silently replaced).
     """
     data = _read_bytes(path)

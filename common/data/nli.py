@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from common.data.fingerprint import fingerprint_rows
 from common.data.files import DATA_HELP, read_lines
+from common.errors import UserError
 
 LABELS = ("entailment", "neutral", "contradiction")
 LABEL_IDS = {name: i for i, name in enumerate(LABELS)}
@@ -60,7 +61,7 @@ class NliPairs:
 
 def _label(text: str, path: str, line_no: int) -> int:
     if text not in LABEL_IDS:
-        raise ValueError(f"{path}:{line_no}: unknown label {text!r}; expected one of {list(LABELS)} or '-'.")
+        raise UserError(f"{path}:{line_no}: unknown label {text!r}; expected one of {list(LABELS)} or '-'.")
     return LABEL_IDS[text]
 
 
@@ -74,10 +75,10 @@ def read_jsonl(path: str) -> NliPairs:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as e:
-            raise ValueError(f"{path}:{line_no}: not valid JSON ({e.msg}).") from None
+            raise UserError(f"{path}:{line_no}: not valid JSON ({e.msg}).") from None
         for key in ("gold_label", "sentence1", "sentence2"):
             if key not in row:
-                raise ValueError(f"{path}:{line_no}: missing field {key!r}.")
+                raise UserError(f"{path}:{line_no}: missing field {key!r}.")
         gold = str(row["gold_label"]).strip()
         if gold in NO_GOLD_LABEL:
             dropped += 1
@@ -92,11 +93,11 @@ def read_tsv(path: str) -> NliPairs:
     """SNLI/MultiNLI 1.0 `*.txt` and GLUE MNLI `*.tsv` (columns found by header name)."""
     lines = read_lines(path)
     if not lines:
-        raise ValueError(f"{path}: empty file; expected a header line and NLI pairs.")
+        raise UserError(f"{path}: empty file; expected a header line and NLI pairs.")
     header = lines[0].split("\t")
     missing = [c for c in ("gold_label", "sentence1", "sentence2") if c not in header]
     if missing:
-        raise ValueError(f"{path}:1: header lacks column(s) {missing}; got {header}.")
+        raise UserError(f"{path}:1: header lacks column(s) {missing}; got {header}.")
     col = {name: header.index(name) for name in ("gold_label", "sentence1", "sentence2")}
     needed = max(col.values()) + 1
     premises, hypotheses, labels, dropped = [], [], [], 0
@@ -105,7 +106,7 @@ def read_tsv(path: str) -> NliPairs:
             continue
         fields = line.split("\t")
         if len(fields) < needed:
-            raise ValueError(f"{path}:{line_no}: expected at least {needed} tab-separated columns, got {len(fields)}.")
+            raise UserError(f"{path}:{line_no}: expected at least {needed} tab-separated columns, got {len(fields)}.")
         gold = fields[col["gold_label"]].strip()
         if gold in NO_GOLD_LABEL:
             dropped += 1
@@ -128,7 +129,7 @@ def read_senteval_snli(data_path: str, split: str) -> NliPairs:
             )
     s1, s2, gold = (read_lines(f) for f in files)
     if not (len(s1) == len(s2) == len(gold)):
-        raise ValueError(f"{directory}: s1.{split}, s2.{split} and labels.{split} have "
+        raise UserError(f"{directory}: s1.{split}, s2.{split} and labels.{split} have "
                          f"{len(s1)}, {len(s2)} and {len(gold)} lines; expected one line per pair in each.")
     premises, hypotheses, labels, dropped = [], [], [], 0
     for line_no, (p, h, g) in enumerate(zip(s1, s2, gold), start=1):
@@ -144,7 +145,7 @@ def read_senteval_snli(data_path: str, split: str) -> NliPairs:
 
 def _finish(path, premises, hypotheses, labels, dropped) -> NliPairs:
     if not labels:
-        raise ValueError(f"{path}: no labelled NLI pairs found (dropped {dropped} without a gold label).")
+        raise UserError(f"{path}: no labelled NLI pairs found (dropped {dropped} without a gold label).")
     return NliPairs(premises, hypotheses, np.asarray(labels, np.int32), dropped)
 
 
@@ -163,11 +164,11 @@ def read_nli(source: str, data_path: str = "") -> NliPairs:
         return read_jsonl(source)
     if source.endswith((".txt", ".tsv")):
         return read_tsv(source)
-    raise ValueError(f"{source}: unknown NLI format; expected .jsonl, .txt, .tsv or senteval:<split>.")
+    raise UserError(f"{source}: unknown NLI format; expected .jsonl, .txt, .tsv or senteval:<split>.")
 
 
 def read_nli_sources(sources: Sequence[str], data_path: str = "") -> NliPairs:
     """Reads and concatenates several sources (see `read_nli`)."""
     if not sources:
-        raise ValueError("No NLI training data given.")
+        raise UserError("No NLI training data given.")
     return NliPairs.concat([read_nli(s, data_path) for s in sources])

@@ -12,6 +12,7 @@ from typing import List, Sequence
 import numpy as np
 
 from common.data.files import read_lines
+from common.errors import UserError
 
 # Titles and common abbreviations that end with a period but do not end a sentence.
 ABBREVIATIONS = frozenset(
@@ -67,7 +68,7 @@ def sentences_from_documents(paths: Sequence[str], max_sentences: int, seed: int
                 if min_words <= len(sentence.split()) <= max_words:
                     seen.setdefault(sentence, None)
     if not seen:
-        raise ValueError(f"No sentences of {min_words}-{max_words} words in {list(paths)}.")
+        raise UserError(f"No sentences of {min_words}-{max_words} words in {list(paths)}.")
     found = list(seen)
     order = np.random.default_rng(seed).permutation(len(found))[:max_sentences]
     return [found[i] for i in order]

@@ -12,6 +12,7 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 from common.data.files import read_lines, require_data_dir
+from common.errors import UserError
 
 STS_SUBSETS: Dict[str, Tuple[str, ...]] = {
     "sts12": ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"),
@@ -39,7 +40,7 @@ def _parse_score(text: str, path: str, line_no: int) -> float:
     try:
         return float(text)
     except ValueError:
-        raise ValueError(f"{path}:{line_no}: expected a similarity score (a number), got {text!r}.") from None
+        raise UserError(f"{path}:{line_no}: expected a similarity score (a number), got {text!r}.") from None
 
 
 def load_sts_subset(data_path: str, year: str, subset: str) -> PairSet:
@@ -50,7 +51,7 @@ def load_sts_subset(data_path: str, year: str, subset: str) -> PairSet:
     inputs = read_lines(input_path)
     golds = read_lines(gold_path)
     if len(inputs) != len(golds):
-        raise ValueError(
+        raise UserError(
             f"{input_path} has {len(inputs)} lines but {gold_path} has {len(golds)}; expected one gold line per pair."
         )
     s1, s2, scores = [], [], []
@@ -59,7 +60,7 @@ def load_sts_subset(data_path: str, year: str, subset: str) -> PairSet:
             continue
         fields = line.split("\t")
         if len(fields) < 2:
-            raise ValueError(f"{input_path}:{line_no}: expected two tab-separated sentences, got {len(fields)} field(s).")
+            raise UserError(f"{input_path}:{line_no}: expected two tab-separated sentences, got {len(fields)} field(s).")
         s1.append(fields[0])
         s2.append(fields[1])
         scores.append(_parse_score(gold.strip(), gold_path, line_no))
@@ -76,7 +77,7 @@ def load_stsb(data_path: str, split: str) -> PairSet:
             continue
         fields = line.split("\t")
         if len(fields) < 7:
-            raise ValueError(f"{path}:{line_no}: expected at least 7 tab-separated columns, got {len(fields)}.")
+            raise UserError(f"{path}:{line_no}: expected at least 7 tab-separated columns, got {len(fields)}.")
         scores.append(_parse_score(fields[4], path, line_no))
         s1.append(fields[5])
         s2.append(fields[6])
@@ -87,20 +88,20 @@ def load_sick(data_path: str, split: str = "test") -> Tuple[PairSet, List[str]]:
     """SICK `SICK_{train,trial,test_annotated}.txt`: pairs with relatedness, plus entailment labels."""
     names = {"train": "SICK_train.txt", "dev": "SICK_trial.txt", "test": "SICK_test_annotated.txt"}
     if split not in names:
-        raise ValueError(f"Unknown SICK split {split!r}; expected one of {sorted(names)}.")
+        raise UserError(f"Unknown SICK split {split!r}; expected one of {sorted(names)}.")
     directory = require_data_dir(data_path, "downstream", "SICK")
     path = f"{directory}/{names[split]}"
     lines = read_lines(path)
     expected = ["pair_ID", "sentence_A", "sentence_B", "relatedness_score", "entailment_judgment"]
     if not lines or lines[0].split("\t")[:5] != expected:
-        raise ValueError(f"{path}:1: expected the header {expected}.")
+        raise UserError(f"{path}:1: expected the header {expected}.")
     s1, s2, scores, labels = [], [], [], []
     for line_no, line in enumerate(lines[1:], start=2):
         if not line.strip():
             continue
         fields = line.split("\t")
         if len(fields) < 5:
-            raise ValueError(f"{path}:{line_no}: expected 5 tab-separated columns, got {len(fields)}.")
+            raise UserError(f"{path}:{line_no}: expected 5 tab-separated columns, got {len(fields)}.")
         s1.append(fields[1])
         s2.append(fields[2])
         scores.append(_parse_score(fields[3], path, line_no))

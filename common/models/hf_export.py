@@ -6,9 +6,12 @@ loader (`build_encoder(EncoderConfig(spec=folder))`, i.e. `--model=<folder>`) re
     config.json                 BertModel configuration (BertConfig.to_hf_config)
     model.safetensors           the backbone, Hugging Face key names (bert.hf_state_dict)
     vocab.txt, tokenizer.json, tokenizer_config.json, special_tokens_map.json
+                                (a RoBERTa encoder: vocab.json and merges.txt for vocab.txt,
+                                RobertaModel's config, a byte-level BPE tokenizer.json)
     modules.json                Transformer -> Pooling (-> Dense for pooling "pooler")
                                 (-> Normalize when the encoder normalises)
-    sentence_bert_config.json   max_seq_length
+    sentence_bert_config.json   max_seq_length: the encoder's length (export.py's --max_seq_len,
+                                else the model's own maximum, never a run's training length)
     1_Pooling/config.json       the encoder's pooling (mean or CLS; CLS for "pooler")
     2_Dense/                    pooling "pooler" only: BERT's pooler (config.json: square, tanh;
                                 model.safetensors: `linear.*`, the checkpoint's `pooler.dense.*`),
@@ -33,7 +36,9 @@ from typing import Any, Dict, List
 import tensorflow as tf
 
 from common import artifacts
+from common.errors import UserError
 from common.models import bert as bert_lib
+from common.models.bpe_tokenization import ROBERTA_SPECIAL_TOKENS, ByteLevelBpeTokenizer
 from common.models.encoder import SentenceEncoder
 from common.models.tokenization import SPECIAL_TOKENS
 
@@ -86,6 +91,60 @@ def tokenizer_json(vocabulary: List[str], lowercase: bool) -> Dict[str, Any]:
     }
 
 
+def bpe_tokenizer_json(tokenizer: ByteLevelBpeTokenizer) -> Dict[str, Any]:
+    """The `tokenizers` library's file for RoBERTa's byte-level BPE tokenizer: ByteLevel
+    pre-tokenizer without a prefix space, BPE over `vocab.json`/`merges.txt`, and
+    RobertaProcessing's `<s> a </s>` / `<s> a </s></s> b </s>` framing, the rules
+    `common/models/bpe_tokenization.py` reproduces (tested equal)."""
+    index = {token: i for i, token in enumerate(tokenizer.vocabulary)}
+    special = [{"id": index[t], "content": t, "single_word": False, "lstrip": t == "<mask>", "rstrip": False,
+                "normalized": False, "special": True} for t in ROBERTA_SPECIAL_TOKENS.values()]
+    byte_level = {"add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": sorted(special, key=lambda t: t["id"]),
+        "normalizer": None,
+        "pre_tokenizer": {"type": "ByteLevel", **byte_level},
+        "post_processor": {"type": "RobertaProcessing", "sep": ["</s>", tokenizer.sep_id],
+                           "cls": ["<s>", tokenizer.cls_id], "trim_offsets": True, "add_prefix_space": False},
+        "decoder": {"type": "ByteLevel", **byte_level},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "vocab": index,
+                  "merges": list(tokenizer.merges)},
+    }
+
+
+def _write_tokenizer_files(tokenizer, path: str, max_seq_len: int) -> None:
+    """The tokenizer's files: WordPiece's vocab.txt, or byte-level BPE's vocab.json and merges.txt;
+    tokenizer.json, tokenizer_config.json and special_tokens_map.json for either."""
+    if isinstance(tokenizer, ByteLevelBpeTokenizer):
+        _write_json(artifacts.join(path, "vocab.json"), {t: i for i, t in enumerate(tokenizer.vocabulary)})
+        with tf.io.gfile.GFile(artifacts.join(path, "merges.txt"), "w") as f:
+            f.write("#version: 0.2\n" + "".join(m + "\n" for m in tokenizer.merges))
+        _write_json(artifacts.join(path, "tokenizer.json"), bpe_tokenizer_json(tokenizer))
+        r = ROBERTA_SPECIAL_TOKENS
+        names = {"bos_token": r["cls"], "eos_token": r["sep"], "unk_token": r["unk"], "sep_token": r["sep"],
+                 "pad_token": r["pad"], "cls_token": r["cls"], "mask_token": r["mask"]}
+        _write_json(artifacts.join(path, "special_tokens_map.json"), names)
+        _write_json(artifacts.join(path, "tokenizer_config.json"), {
+            "tokenizer_class": "RobertaTokenizer", "add_prefix_space": False, "trim_offsets": True,
+            "errors": "replace", "clean_up_tokenization_spaces": False, "model_max_length": max_seq_len, **names})
+        return
+    with tf.io.gfile.GFile(artifacts.join(path, "vocab.txt"), "w") as f:
+        f.write("".join(token + "\n" for token in tokenizer.vocabulary))
+    lowercase = tokenizer.config.lowercase
+    _write_json(artifacts.join(path, "tokenizer.json"), tokenizer_json(tokenizer.vocabulary, lowercase))
+    names = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
+             "mask_token": "[MASK]"}
+    _write_json(artifacts.join(path, "special_tokens_map.json"), names)
+    _write_json(artifacts.join(path, "tokenizer_config.json"), {
+        "tokenizer_class": "BertTokenizer", "do_lower_case": lowercase, "tokenize_chinese_chars": True,
+        "strip_accents": None, "clean_up_tokenization_spaces": True, "model_max_length": max_seq_len,
+        **names})
+
+
 def _modules(dense: bool, normalize: bool) -> List[Dict[str, Any]]:
     """modules.json: Transformer, Pooling, then Dense and Normalize where asked, each in `<idx>_<Name>/`."""
     kinds = ["Transformer", "Pooling"] + ["Dense"] * dense + ["Normalize"] * normalize
@@ -102,35 +161,28 @@ def write_sentence_transformers(encoder: SentenceEncoder, path: str) -> None:
             (`common.artifacts.write_atomically`).
 
     Raises:
-        ValueError: for an encoder whose backbone is a TF Hub SavedModel (its
+        UserError: for an encoder whose backbone is a TF Hub SavedModel (its
             variables have no Hugging Face names to write).
     """
     from safetensors.numpy import save as safetensors_bytes
 
     backbone = encoder.backbone
     if not isinstance(backbone, bert_lib.BertBackbone):
-        raise ValueError("Only BERT encoders built by this toolkit (minilm, Hugging Face BERT folders, fresh BERTs "
+        raise UserError("Only BERT encoders built by this toolkit (minilm, Hugging Face BERT folders, fresh BERTs "
                          "and runs trained from them) can be exported to Hugging Face's format; this one wraps a "
                          f"TF Hub SavedModel ({getattr(backbone, 'handle', 'unknown')}), whose variables have no "
                          "Hugging Face names.")
     tokenizer, config = encoder.tokenizer, encoder.encoder_config
     ids = tokenizer.special_token_ids()
-    _write_json(artifacts.join(path, "config.json"), backbone.config.to_hf_config(pad_token_id=ids["pad"]))
+    hf_config = backbone.config.to_hf_config(pad_token_id=ids["pad"])
+    if backbone.config.model_type == "roberta":
+        hf_config.update(bos_token_id=ids["cls"], eos_token_id=ids["sep"])
+    _write_json(artifacts.join(path, "config.json"), hf_config)
     # transformers refuses a safetensors file without a "format" entry in its metadata.
     with tf.io.gfile.GFile(artifacts.join(path, "model.safetensors"), "wb") as f:
         f.write(safetensors_bytes(bert_lib.hf_state_dict(backbone), metadata={"format": "pt"}))
 
-    with tf.io.gfile.GFile(artifacts.join(path, "vocab.txt"), "w") as f:
-        f.write("".join(token + "\n" for token in tokenizer.vocabulary))
-    lowercase = tokenizer.config.lowercase
-    _write_json(artifacts.join(path, "tokenizer.json"), tokenizer_json(tokenizer.vocabulary, lowercase))
-    names = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
-             "mask_token": "[MASK]"}
-    _write_json(artifacts.join(path, "special_tokens_map.json"), names)
-    _write_json(artifacts.join(path, "tokenizer_config.json"), {
-        "tokenizer_class": "BertTokenizer", "do_lower_case": lowercase, "tokenize_chinese_chars": True,
-        "strip_accents": None, "clean_up_tokenization_spaces": True, "model_max_length": config.max_seq_len,
-        **names})
+    _write_tokenizer_files(tokenizer, path, config.max_seq_len)
 
     modules = _modules(config.pooling == "pooler", config.normalize)
     _write_json(artifacts.join(path, "modules.json"), modules)

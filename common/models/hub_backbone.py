@@ -13,6 +13,8 @@ from typing import Dict, Mapping
 import keras
 import tensorflow as tf
 
+from common.errors import UserError
+
 # The TF Hub handles used by the original PAUSE code.
 TFHUB_HANDLES = {
     "small": "https://tfhub.dev/tensorflow/small_bert/bert_en_uncased_L-2_H-128_A-2/1",
@@ -56,7 +58,7 @@ class HubBertBackbone(keras.layers.Layer):
         self.handle = handle
         self.module = load_hub_module(handle)
         if not callable(self.module):
-            raise ValueError(f"{handle}: the SavedModel has no __call__; expected a TF-Hub-format BERT encoder.")
+            raise UserError(f"{handle}: the SavedModel has no __call__; expected a TF-Hub-format BERT encoder.")
         variables = list(getattr(self.module, "variables", []))
         trainable_ids = {id(v) for v in getattr(self.module, "trainable_variables", variables)}
         self.hub_variables = []
@@ -81,7 +83,7 @@ class HubBertBackbone(keras.layers.Layer):
         """The [vocab, hidden] token-embedding variable (tied MLM heads read it)."""
         found = [v for v in self.hub_variables if "word_embeddings" in v.path or "word_embeddings" in v.name]
         if len(found) != 1:
-            raise ValueError(f"{self.handle}: expected one word_embeddings variable, found {len(found)}; "
+            raise UserError(f"{self.handle}: expected one word_embeddings variable, found {len(found)}; "
                              "this SavedModel cannot feed a tied MLM head (train without MLM).")
         return found[0]
 
@@ -89,11 +91,21 @@ class HubBertBackbone(keras.layers.Layer):
     def hidden_size(self) -> int:
         return int(self.token_embedding_matrix().shape[-1])
 
+    @property
+    def max_position_embeddings(self) -> int:
+        """The longest input the position table covers: the rows of its position-embedding
+        variable (`position_embedding/embeddings` in TF Hub's BERTs, 512)."""
+        found = [v for v in self.hub_variables if "position_embedding" in v.path or "position_embedding" in v.name]
+        if len(found) != 1 or len(found[0].shape) != 2:
+            raise UserError(f"{self.handle}: expected one [positions, hidden] position_embedding variable, found "
+                             f"{[tuple(v.shape) for v in found]}; give the truncation length (--max_seq_len).")
+        return int(found[0].shape[0])
+
     def vocabulary_path(self) -> str:
         """The `vocab_file` asset of the SavedModel."""
         asset = getattr(self.module, "vocab_file", None)
         if asset is None:
-            raise ValueError(f"{self.handle}: the SavedModel has no `vocab_file` asset; cannot build its tokenizer.")
+            raise UserError(f"{self.handle}: the SavedModel has no `vocab_file` asset; cannot build its tokenizer.")
         return asset.asset_path.numpy().decode("utf-8")
 
     def do_lower_case(self) -> bool:

@@ -6,6 +6,8 @@ from typing import Optional
 
 import tensorflow as tf
 
+from common.errors import UserError
+
 POOLING_MODES = ("mean", "cls", "pooler")
 
 
@@ -59,6 +61,6 @@ def pool(sequence_output: tf.Tensor, padding_mask: tf.Tensor, mode: str,
         return cls_pool(sequence_output)
     if mode == "pooler":
         if pooler_output is None:
-            raise ValueError("Pooling mode 'pooler' needs the backbone's pooler output; got none.")
+            raise UserError("Pooling mode 'pooler' needs the backbone's pooler output; got none.")
         return pooler_output
-    raise ValueError(f"Unknown pooling mode {mode!r}; expected one of {POOLING_MODES}.")
+    raise UserError(f"Unknown pooling mode {mode!r}; expected one of {POOLING_MODES}.")

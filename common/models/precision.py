@@ -34,6 +34,8 @@ from typing import Callable, Union
 
 import keras
 
+from common.errors import UserError
+
 PRECISIONS = ("fp32", "bf16", "fp16")
 DEFAULT_PRECISION = "fp32"
 _POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
@@ -46,10 +48,10 @@ def check_precision(precision: str) -> str:
     """Returns `precision` if it is one of PRECISIONS.
 
     Raises:
-        ValueError: naming the valid values and the one given.
+        UserError: naming the valid values and the one given.
     """
     if precision not in PRECISIONS:
-        raise ValueError(f"--precision must be one of {', '.join(PRECISIONS)}; got {precision!r}.")
+        raise UserError(f"--precision must be one of {', '.join(PRECISIONS)}; got {precision!r}.")
     return precision
 
 

@@ -31,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from common.errors import UserError
 from common.models.encoder import SentenceEncoder
 from common.models.export import SERVING_INPUT, SERVING_OUTPUT
 
@@ -51,12 +52,12 @@ def tflite_model(encoder: SentenceEncoder, quantize: str = "none") -> bytes:
         string) -> `embeddings` [batch, hidden].
 
     Raises:
-        ValueError: for an unknown `quantize`.
+        UserError: for an unknown `quantize`.
     """
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
     if quantize not in QUANTIZATIONS:
-        raise ValueError(f"quantize must be one of {QUANTIZATIONS}, got {quantize!r}.")
+        raise UserError(f"quantize must be one of {QUANTIZATIONS}, got {quantize!r}.")
     tokenizer = encoder.tokenizer
     fast = tf_text.FastBertTokenizer(vocab=tokenizer.vocabulary, token_out_type=tf.int32, unknown_token="[UNK]",
                                      lower_case_nfd_strip_accents=tokenizer.config.lowercase)

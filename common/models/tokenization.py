@@ -23,6 +23,8 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from absl import logging
 
+from common.errors import UserError
+
 # HF's `is_whitespace`: '\t', '\n', '\r' and Unicode White_Space characters that
 # are not control characters (controls are removed before whitespace mapping).
 _WHITESPACE = r"[\t\n\r\p{Zs}\x{2028}\x{2029}]"
@@ -49,7 +51,7 @@ def read_vocabulary(path: str) -> List[str]:
 
     Raises:
         FileNotFoundError: if the file does not exist.
-        ValueError: if a special token is missing or a token is repeated.
+        UserError: if a special token is missing or a token is repeated.
     """
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"Vocabulary file not found: {path}")
@@ -60,14 +62,14 @@ def read_vocabulary(path: str) -> List[str]:
     seen = {}
     for line_no, token in enumerate(tokens, start=1):
         if token in seen:
-            raise ValueError(
+            raise UserError(
                 f"{path}:{line_no}: token {token!r} repeats line {seen[token]}; "
                 "expected one unique token per line."
             )
         seen[token] = line_no
     missing = [t for t in SPECIAL_TOKENS if t not in seen]
     if missing:
-        raise ValueError(f"{path}: expected the special tokens {missing} in the vocabulary.")
+        raise UserError(f"{path}: expected the special tokens {missing} in the vocabulary.")
     return tokens
 
 
@@ -127,9 +129,9 @@ class BertTokenizer(tf.Module):
     def __init__(self, vocabulary: Sequence[str], config: TokenizerConfig = TokenizerConfig()):
         super().__init__(name="bert_tokenizer")
         if config.max_seq_len < 2:
-            raise ValueError(f"max_seq_len must be >= 2 ([CLS] and [SEP]), got {config.max_seq_len}.")
+            raise UserError(f"max_seq_len must be >= 2 ([CLS] and [SEP]), got {config.max_seq_len}.")
         if config.pad_to_multiple_of < 1:
-            raise ValueError(f"pad_to_multiple_of must be >= 1, got {config.pad_to_multiple_of}.")
+            raise UserError(f"pad_to_multiple_of must be >= 1, got {config.pad_to_multiple_of}.")
         self.vocabulary = list(vocabulary)
         self.config = config
         index = {token: i for i, token in enumerate(self.vocabulary)}
@@ -144,6 +146,10 @@ class BertTokenizer(tf.Module):
             unknown_token="[UNK]",
             lower_case_nfd_strip_accents=False,
         )
+
+    def with_config(self, config: TokenizerConfig) -> "BertTokenizer":
+        """The same vocabulary under another length, padding or casing."""
+        return BertTokenizer(self.vocabulary, config)
 
     @property
     def vocabulary_size(self) -> int:

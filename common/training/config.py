@@ -18,6 +18,7 @@ import math
 import typing
 from typing import Any, Dict, Optional, Tuple
 
+from common.errors import UserError
 from common.models.precision import DEFAULT_PRECISION, PRECISION_HELP, check_precision
 from common.training.distribute import STRATEGIES
 
@@ -47,15 +48,15 @@ def field_types(cls) -> Dict[str, Any]:
 
 
 def check_field(section: Any, field: dataclasses.Field) -> None:
-    """Raises ValueError when a value breaks its field's choices or lower bound."""
+    """Raises UserError when a value breaks its field's choices or lower bound."""
     value = getattr(section, field.name)
     name = flag_name(field)
     choices = field.metadata.get("choices")
     if choices and value not in choices:
-        raise ValueError(f"--{name} must be one of {', '.join(choices)}; got {value!r}.")
+        raise UserError(f"--{name} must be one of {', '.join(choices)}; got {value!r}.")
     bound = field.metadata.get("lower_bound")
     if bound is not None and value is not None and not value >= bound:
-        raise ValueError(f"--{name} must be >= {bound}; got {value}.")
+        raise UserError(f"--{name} must be >= {bound}; got {value}.")
 
 
 def check_section(section: Any) -> None:
@@ -110,12 +111,14 @@ class RunSection:
 class EncoderSection:
     """The pretrained encoder a run starts from."""
 
-    model: str = option("minilm", "Encoder spec: minilm, small, base, a TF Hub URL, a Hugging Face BERT "
+    model: str = option("minilm", "Encoder spec: minilm, small, base, a TF Hub URL, a Hugging Face BERT or RoBERTa "
                                   "directory or a TF-Hub-format BERT SavedModel.")
-    max_seq_len: int = option(128, "Truncation length in tokens, [CLS] and [SEP] included.", lower_bound=2)
+    max_seq_len: int = option(128, "Truncation length in tokens while training, [CLS] and [SEP] included "
+                                   "(the published model truncates at the model's own maximum).", lower_bound=2)
     pad_to_multiple_of: int = option(1, "Round batch lengths up to a multiple (use --max_seq_len on TPU).",
                                      lower_bound=1)
-    dropout: Optional[float] = option(None, "Dropout rate of the encoder; default: the checkpoint's own.",
+    dropout: Optional[float] = option(None, "Dropout rate of the encoder; default: the architecture's own (e.g. "
+                                            "0.1), never that of the run a --model artifact trained.",
                                       lower_bound=0.0)
     # A string flag checked in `validate` rather than an enum flag: absl rejects a bad enum
     # value itself, in two lines with exit code 1, instead of this toolkit's one line and 2.
@@ -177,26 +180,26 @@ class TrainConfig:
         """Checks every field's choices and bounds, then the method's own rules.
 
         Raises:
-            ValueError: naming the flag, what was expected and what was given.
+            UserError: naming the flag, what was expected and what was given.
         """
         for section in (self.run, self.encoder, self.optimizer, self.options):
             check_section(section)
         lr = self.optimizer.train_lr
         if not (math.isfinite(lr) and lr > 0):
-            raise ValueError(f"--train_lr must be a finite number > 0; got {lr}.")
+            raise UserError(f"--train_lr must be a finite number > 0; got {lr}.")
         if self.optimizer.warmup_fraction >= 1:
-            raise ValueError(f"--warmup_fraction must be < 1; got {self.optimizer.warmup_fraction}.")
+            raise UserError(f"--warmup_fraction must be < 1; got {self.optimizer.warmup_fraction}.")
         if self.encoder.dropout is not None and not self.encoder.dropout < 1:
-            raise ValueError(f"--dropout must be in [0, 1); got {self.encoder.dropout}.")
+            raise UserError(f"--dropout must be in [0, 1); got {self.encoder.dropout}.")
         check_precision(self.encoder.precision)
         run = self.run
         if run.best_metric and run.best_metric not in BEST_METRICS:
-            raise ValueError(f"--best_metric must be one of {', '.join(BEST_METRICS)}; got {run.best_metric!r}.")
+            raise UserError(f"--best_metric must be one of {', '.join(BEST_METRICS)}; got {run.best_metric!r}.")
         if run.best_metric and not run.publish_best:
-            raise ValueError(f"--best_metric={run.best_metric} chooses what --publish_best publishes; give "
+            raise UserError(f"--best_metric={run.best_metric} chooses what --publish_best publishes; give "
                              "--publish_best too, or leave --best_metric out.")
         if run.publish_best and not (run.eval_every or run.eval_each_epoch):
-            raise ValueError("--publish_best chooses among the run's evaluations, and --noeval_each_epoch with "
+            raise UserError("--publish_best chooses among the run's evaluations, and --noeval_each_epoch with "
                              "--eval_every=0 leaves only the last step; give --eval_every=<steps> or "
                              "--eval_each_epoch.")
         check = getattr(self.options, "validate", None)
@@ -210,7 +213,7 @@ class TrainConfig:
         for name, value in flat.items():
             owner = _owner(sections, name)
             if owner is None:
-                raise ValueError(f"Method {self.method!r} has no setting --{name}.")
+                raise UserError(f"Method {self.method!r} has no setting --{name}.")
             section_name, field = owner
             changes.setdefault(section_name, {})[field.name] = _coerce(value, field_types(
                 type(sections[section_name]))[field.name])
@@ -250,6 +253,6 @@ def section_from_dict(cls, values: Dict[str, Any]):
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - names)
     if unknown:
-        raise ValueError(f"{cls.__name__}: unknown settings {unknown}.")
+        raise UserError(f"{cls.__name__}: unknown settings {unknown}.")
     types = field_types(cls)
     return cls(**{k: _coerce(v, types[k]) for k, v in values.items()})

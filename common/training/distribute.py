@@ -9,6 +9,8 @@ from typing import Optional
 import tensorflow as tf
 from absl import logging
 
+from common.errors import UserError
+
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
 
 
@@ -22,7 +24,7 @@ def make_strategy(name: str = "auto", tpu: Optional[str] = None) -> tf.distribut
         tpu: str. TPU name or grpc address for "tpu" ("" or "local" for a TPU VM).
     """
     if name not in STRATEGIES:
-        raise ValueError(f"Unknown strategy {name!r}; expected one of {STRATEGIES}.")
+        raise UserError(f"Unknown strategy {name!r}; expected one of {STRATEGIES}.")
     if name == "auto":
         if json.loads(os.environ.get("TF_CONFIG", "{}")).get("cluster"):
             name = "multi_worker"
@@ -37,7 +39,7 @@ def make_strategy(name: str = "auto", tpu: Optional[str] = None) -> tf.distribut
         return tf.distribute.MirroredStrategy()
     if name == "multi_worker":
         if not os.environ.get("TF_CONFIG"):
-            raise ValueError("--strategy=multi_worker needs TF_CONFIG describing the cluster and this task.")
+            raise UserError("--strategy=multi_worker needs TF_CONFIG describing the cluster and this task.")
         return tf.distribute.MultiWorkerMirroredStrategy()
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
     tf.config.experimental_connect_to_cluster(resolver)

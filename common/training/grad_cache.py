@@ -34,6 +34,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
+from common.errors import UserError
 from common.training.config import option
 
 Views = Dict[str, tf.Tensor]
@@ -68,20 +69,20 @@ def mini_batch_chunks(mini_batch_size: int, batch_size: int, replicas: Optional[
             the strategy's scope, as `build_model` is).
 
     Raises:
-        ValueError: naming the flags when the batch does not split evenly.
+        UserError: naming the flags when the batch does not split evenly.
     """
     if not mini_batch_size:
         return 0
     if replicas is None:
         replicas = tf.distribute.get_strategy().num_replicas_in_sync
     if batch_size % replicas:
-        raise ValueError(f"--mini_batch_size needs --batch_size to split evenly over the {replicas} replicas; "
+        raise UserError(f"--mini_batch_size needs --batch_size to split evenly over the {replicas} replicas; "
                          f"got --batch_size={batch_size}.")
     per_replica = batch_size // replicas
     if per_replica % mini_batch_size:
         where = f"--batch_size={batch_size}" if replicas == 1 else \
             f"the per-replica batch (--batch_size={batch_size} over {replicas} replicas: {per_replica})"
-        raise ValueError(f"--mini_batch_size must divide {where}; got --mini_batch_size={mini_batch_size}.")
+        raise UserError(f"--mini_batch_size must divide {where}; got --mini_batch_size={mini_batch_size}.")
     return per_replica // mini_batch_size
 
 

@@ -35,6 +35,7 @@ import tensorflow as tf
 from absl import logging
 
 from common import artifacts
+from common.errors import UserError
 from common.training.distribute import chief_score
 
 
@@ -82,7 +83,7 @@ class Selection:
         higher_is_better: bool. False for a loss. Defaults to True.
         missing: str or None. None: an evaluation without the metric is no
             candidate (a run never scored ends with its last weights). A string:
-            such an evaluation is a ValueError on every worker, whose message ends
+            such an evaluation is a UserError on every worker, whose message ends
             with this string. Defaults to None.
     """
 
@@ -325,7 +326,7 @@ def run_training(model: keras.Model, make_dataset: Callable[[int], tf.data.Datas
     Raises:
         NonFiniteLossError: when the loss becomes NaN/inf (the last good
             checkpoint is kept and named in the message).
-        ValueError: an evaluation without the selection's metric, when
+        UserError: an evaluation without the selection's metric, when
             `selection.missing` says that is an error.
     """
     if selection is not None and evaluate is None:
@@ -410,7 +411,7 @@ def _offer(best: BestWeights, selection: Selection, step: int, evaluated: Dict[s
     """Offers one evaluation to `best`, with the chief's score on every worker."""
     score = chief_score(strategy, evaluated.get(selection.metric), chief)
     if score is None and selection.missing is not None:
-        raise ValueError(f"Run {run_id}: the evaluation at step {step} gave no {selection.metric} to select on "
+        raise UserError(f"Run {run_id}: the evaluation at step {step} gave no {selection.metric} to select on "
                          f"(it gave: {', '.join(sorted(evaluated)) or 'nothing'}). {selection.missing}")
     if best.offer(step, score, evaluated):
         logging.info("step %d: best %s so far, %.4g.", step, selection.metric, score)

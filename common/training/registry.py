@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
+from common.errors import UserError
 from common.training.config import SECTIONS, TrainConfig, flag_name, section_from_dict
 
 MakeDataset = Callable[[int], tf.data.Dataset]
@@ -127,11 +128,11 @@ def get(name: str) -> Method:
     """The method registered as `name`.
 
     Raises:
-        ValueError: naming the registered methods.
+        UserError: naming the registered methods.
     """
     found = methods()
     if name not in found:
-        raise ValueError(f"Unknown method {name!r}; registered methods: {', '.join(found)}.")
+        raise UserError(f"Unknown method {name!r}; registered methods: {', '.join(found)}.")
     return found[name]
 
 
@@ -145,14 +146,14 @@ def build_config(method_name: str, settings: Optional[Dict[str, Any]] = None) ->
             section's own default).
 
     Raises:
-        ValueError: for a setting the method does not have, naming it and the method.
+        UserError: for a setting the method does not have, naming it and the method.
     """
     method = get(method_name)
     given = dict(settings or {})
     accepted = set(method.setting_names())
     unknown = sorted(set(given) - accepted)
     if unknown:
-        raise ValueError(f"--method={method_name} does not use {', '.join('--' + u for u in unknown)}.")
+        raise UserError(f"--method={method_name} does not use {', '.join('--' + u for u in unknown)}.")
     values = {**method.defaults, **(method.mode_defaults(given) if method.mode_defaults else {}), **given}
     sections = {}
     for section_name, cls in (*SECTIONS.items(), ("options", method.options)):
@@ -164,7 +165,7 @@ def build_config(method_name: str, settings: Optional[Dict[str, Any]] = None) ->
 def config_from_dict(saved: Dict[str, Any]) -> TrainConfig:
     """The TrainConfig that `TrainConfig.to_dict` wrote (run_config.json)."""
     if "method" not in saved:
-        raise ValueError("The saved run configuration does not name its method (written by an older version?).")
+        raise UserError("The saved run configuration does not name its method (written by an older version?).")
     method = get(saved["method"])
     sections = {name: section_from_dict(cls, saved.get(name, {})) for name, cls in SECTIONS.items()}
     return TrainConfig(method=method.name, options=section_from_dict(method.options, saved.get(method.name, {})),

@@ -35,7 +35,8 @@ from absl import logging
 
 from common import artifacts, figures
 from common.data.sources import evaluation_sets_in
-from common.models.encoder import EncoderConfig
+from common.errors import UserError
+from common.models.encoder import EncoderConfig, inference_encoder
 from common.models.export import export_encoder, export_pair_model, package_versions
 from common.training import registry
 from common.training.config import BEST_METRICS, HELDOUT_PREFIX, STSB_DEV_METRIC, TrainConfig
@@ -77,20 +78,20 @@ def resume_changes(saved: TrainConfig, config: TrainConfig) -> Dict[str, Any]:
     """The settings `config` changes from the saved run's, checked against RESUME_MAY_CHANGE.
 
     Raises:
-        ValueError: naming the settings that a resumed run may not change.
+        UserError: naming the settings that a resumed run may not change.
     """
     if config.method != saved.method:
-        raise ValueError(f"--resume={config.run.resume} is a {saved.method} run, not {config.method}.")
+        raise UserError(f"--resume={config.run.resume} is a {saved.method} run, not {config.method}.")
     before, after = saved.flat(), config.flat()
     changed = {k: after[k] for k in after if after[k] != before[k]}
     refused = sorted(set(changed) - set(RESUME_MAY_CHANGE))
     if refused:
-        raise ValueError(
+        raise UserError(
             f"--resume={config.run.resume} keeps the run's saved settings; it cannot change "
             f"{', '.join('--' + k for k in refused)}. A resumed run may change only "
             f"{', '.join('--' + k for k in RESUME_MAY_CHANGE[1:])}; start a new run for the others.")
     if saved.run.train_epochs > config.run.train_epochs:
-        raise ValueError(f"--train_epochs={config.run.train_epochs} is fewer than the run's "
+        raise UserError(f"--train_epochs={config.run.train_epochs} is fewer than the run's "
                          f"{saved.run.train_epochs}; a resumed run can only be extended.")
     return changed
 
@@ -155,7 +156,8 @@ def encoder_config(config: TrainConfig, **overrides: Any) -> EncoderConfig:
 
     `--model` may name a run ID (under the run's artifacts root) or an artifact
     directory, so any method can start from any trained model; fresh BERTs are
-    initialised from the run's seed.
+    initialised from the run's seed. The run trains at its own `--max_seq_len` and
+    `--dropout` (None: the architecture's rate), never at those of the run it starts from.
 
     Args:
         config: TrainConfig.
@@ -271,21 +273,21 @@ def check_evaluation(config: TrainConfig, evaluator: Optional[Evaluator], model)
     """Refuses evaluation settings that this single-model run cannot honour (before a run ID is reserved).
 
     Raises:
-        ValueError: naming the flag, what it needs and what the run has.
+        UserError: naming the flag, what it needs and what the run has.
     """
     run, heldout = config.run, heldout_metrics(model)
     if run.eval_every and evaluator is None and not heldout:
-        raise ValueError(f"--eval_every={run.eval_every}: nothing to evaluate; --method={config.method} has no "
+        raise UserError(f"--eval_every={run.eval_every}: nothing to evaluate; --method={config.method} has no "
                          "held-out data and the run was given no evaluator (train.py passes the STS-B dev one).")
     if not run.publish_best:
         return
     metric = best_metric(config, model)
     if metric.startswith(HELDOUT_PREFIX) and metric not in heldout:
-        raise ValueError(f"--best_metric={metric}: --method={config.method} reports "
+        raise UserError(f"--best_metric={metric}: --method={config.method} reports "
                          f"{', '.join(heldout) or 'no held-out scores'}; select on {STSB_DEV_METRIC} (the "
                          "evaluator's score) or on a held-out score it reports.")
     if not metric.startswith(HELDOUT_PREFIX) and evaluator is None:
-        raise ValueError(f"--publish_best selects on {metric}, which the run's evaluator computes, but the run "
+        raise UserError(f"--publish_best selects on {metric}, which the run's evaluator computes, but the run "
                          "was given no evaluator (train.py passes common.evaluation.StsbDevEvaluator); give one, "
                          f"or select on a held-out score{' (' + ', '.join(heldout) + ')' if heldout else ''}.")
 
@@ -319,7 +321,8 @@ def train_single_model(ctx: RunContext, prepared=None) -> RunOutcome:
     config, evaluator, chief = ctx.config, ctx.evaluator, ctx.chief
     model, make_dataset, data_info = prepared or prepare_single_model(config, ctx.strategy)
     logging.info("Training data: %s", data_info)
-    embed_fn = model.encoder.embedding_function()
+    # Scored as the published model is used: at the model's own length, not the training length.
+    embed_fn = model.encoder.with_length().embedding_function()
     run = config.run
 
     def evaluate(step: int) -> Dict[str, float]:
@@ -343,7 +346,7 @@ def train_single_model(ctx: RunContext, prepared=None) -> RunOutcome:
         logging.info("Publishing the weights of step %s: %s", record["selection"]["step"], record["selection"])
 
     def write_models(tmp: str) -> None:
-        export_encoder(model.encoder, artifacts.join(tmp, "embedding"))
+        export_encoder(inference_encoder(model.encoder), artifacts.join(tmp, "embedding"))
         if model.pair_outputs:
             export_pair_model(model, artifacts.join(tmp, "siamese"), model.pair_outputs)
         write_weights(model.weights_checkpoint(), tmp)
@@ -389,7 +392,7 @@ def train(config: TrainConfig, evaluator: Optional[Evaluator] = None, after_step
         check_evaluation(config, evaluator, prepared[0])
     paths = _paths(config, chief)
     if chief and tf.io.gfile.exists(paths.model_dir):
-        raise ValueError(
+        raise UserError(
             f"{paths.model_dir} exists and artifacts are never overwritten: run {paths.run_id} is already published "
             "there, or --model_dir names a used directory. Give --model_dir=<a new directory> (with --resume and a "
             "larger --train_epochs to extend a finished run).")

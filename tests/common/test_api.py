@@ -46,6 +46,34 @@ def test_encode_equals_resolve_model_embed(tiny_model):
     np.testing.assert_allclose(unit, _unit(want), atol=1e-6)
 
 
+def test_encode_takes_what_evaluation_harnesses_pass_as_sentence_transformers_does(tiny_model):
+    plain = tiny_model.encode(SENTENCES)
+    # Keyword arguments an evaluation harness passes for models that use them are ignored.
+    harness = tiny_model.encode(SENTENCES, batch_size=2, task_name="STSBenchmark", prompt_type="query",
+                                device="cpu", convert_to_numpy=True)
+    np.testing.assert_allclose(harness, plain, atol=1e-6)
+    np.testing.assert_allclose(tiny_model.encode(SENTENCES, normalize_embeddings=True), _unit(plain), atol=1e-6)
+    tensor = tiny_model.encode(SENTENCES, convert_to_tensor=True)
+    assert isinstance(tensor, tf.Tensor)
+    np.testing.assert_allclose(tensor.numpy(), plain, atol=1e-6)
+    # A prompt is a prefix of every sentence, given directly or by name.
+    prefixed = tiny_model.encode(["query: " + s for s in SENTENCES])
+    assert not np.allclose(prefixed, plain, atol=1e-4)
+    np.testing.assert_allclose(tiny_model.encode(SENTENCES, prompt="query: "), prefixed, atol=1e-6)
+    named = SentenceModel("tiny", max_seq_len=32, prompts={"query": "query: ", "passage": "passage: "})
+    np.testing.assert_allclose(named.encode(SENTENCES, prompt_name="query"), prefixed, atol=1e-6)
+    np.testing.assert_allclose(named.encode(SENTENCES, prompt_name="passage", prompt="query: "), prefixed,
+                               atol=1e-6)  # prompt wins, as in sentence-transformers
+    for kwargs, message in (({"prompt_name": "query"}, r"prompt_name='query' is not one of this model's prompts "
+                                                         r"\[\]; pass prompts="),
+                            ({"output_value": "token_embeddings"}, r"output_value='token_embeddings' is not offered"),
+                            ({"precision": "int8"}, r"precision='int8' is not offered")):
+        with pytest.raises(ValueError, match=message):
+            tiny_model.encode(SENTENCES, **kwargs)
+    with pytest.raises(ValueError, match="prompts must map names to prefix strings"):
+        SentenceModel("tiny", prompts={"query": 1})
+
+
 def test_similarity_is_the_cosine_matrix(tiny_model):
     rng = np.random.default_rng(0)
     a, b = rng.normal(size=(3, 8)), rng.normal(size=(5, 8))

@@ -54,3 +54,105 @@ def test_mlm_head_is_tied_and_loads_a_pretrained_head(tiny_encoder):
                "cls.predictions.bias": np.full([tiny_encoder.tokenizer.vocabulary_size], 0.25, np.float32)}
     assert head.load_hf_head(tensors, "test")
     np.testing.assert_array_equal(head.bias.numpy(), tensors["cls.predictions.bias"])
+
+
+def _dropout_rates(backbone):
+    """The rate of every Dropout layer inside a backbone (embeddings, attention, feed-forward)."""
+    import keras
+
+    rates = [layer.rate for layer in backbone._flatten_layers() if isinstance(layer, keras.layers.Dropout)]
+    assert rates, "the backbone has no Dropout layers to check"
+    return rates
+
+
+def _hub_names_only_savedmodel(path: str, vocab: str, positions: int) -> str:
+    """A TF-Hub-format SavedModel with the variable names of TF Hub's BERTs (`word_embeddings/embeddings`,
+    `position_embedding/embeddings`) and a `__call__` that returns zeros: enough to build a tokenizer."""
+    from tensorflow.python.trackable.autotrackable import AutoTrackable
+
+    root = AutoTrackable()
+    root.variables = [tf.Variable(tf.zeros([30522, 8]), name="word_embeddings/embeddings"),
+                      tf.Variable(tf.zeros([positions, 8]), name="position_embedding/embeddings")]
+    root.vocab_file = tf.saved_model.Asset(vocab)
+
+    @tf.function
+    def call(inputs, training=False):
+        zeros = tf.zeros(tf.concat([tf.shape(inputs["input_word_ids"]), [8]], 0))
+        return {"sequence_output": zeros, "pooled_output": zeros[:, 0]}
+
+    spec = {k: tf.TensorSpec([None, None], tf.int32, name=k) for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    call.get_concrete_function(spec, training=False)
+    root.__call__ = call
+    tf.saved_model.save(root, path)
+    return path
+
+
+def test_without_a_length_an_encoder_truncates_at_the_models_own_maximum(tmp_path, monkeypatch):
+    import os
+
+    from common.models.encoder import TINY_BERT, minilm_dir, randomize_weights
+    from fixtures import write_hf_bert_dir, write_tfhub_bert
+
+    vocab = os.path.join(minilm_dir(), "vocab.txt")
+    hf = write_hf_bert_dir(str(tmp_path / "hf"), vocab)  # 64 position embeddings, no sentence_bert_config.json
+    hub = _hub_names_only_savedmodel(str(tmp_path / "hub"), vocab, positions=48)
+    # sentence-transformers' max_seq_length where the model declares one, else the position embeddings.
+    for spec, own in (("minilm", 256), ("tiny", 512), ("bert_tiny", 512), (hf, 64), (hub, 48)):
+        encoder = build_encoder(EncoderConfig(spec=spec))
+        assert encoder.model_max_seq_len == encoder.encoder_config.max_seq_len == own, spec
+        assert encoder.tokenizer.config.max_seq_len == own, spec
+        # A caller's length wins, and the model's own maximum stays what it is.
+        short = build_encoder(EncoderConfig(spec=spec, max_seq_len=16))
+        assert (short.tokenizer.config.max_seq_len, short.model_max_seq_len) == (16, own), spec
+        config = short.get_config()
+        assert SentenceEncoder.from_config(config).model_max_seq_len == own, spec
+    # A TF-Hub-format BERT whose position table is not named so: a length must be given.
+    from common.models import hub_backbone
+
+    backbone = bert_lib.BertBackbone(bert_lib.BertConfig(vocab_size=30522, **TINY_BERT))
+    randomize_weights(backbone, 0)
+    unnamed = write_tfhub_bert(str(tmp_path / "unnamed"), backbone, vocab)
+    init = hub_backbone.HubBertBackbone.__init__
+
+    def hiding_positions(self, *args, **kwargs):  # the table under another name: not found by name
+        init(self, *args, **kwargs)
+        self.hub_variables = [v for v in self.hub_variables if "position_embedding" not in v.path + v.name]
+
+    monkeypatch.setattr(hub_backbone.HubBertBackbone, "__init__", hiding_positions)
+    with pytest.raises(ValueError, match=r"expected one \[positions, hidden\] position_embedding variable, found "
+                                         r"\[\]; give the truncation length \(--max_seq_len\)"):
+        build_encoder(EncoderConfig(spec=unnamed))
+    assert build_encoder(EncoderConfig(spec=unnamed, max_seq_len=24)).tokenizer.config.max_seq_len == 24
+    # Sentences are never padded to the maximum: each batch to its own longest.
+    tokens = build_encoder(EncoderConfig(spec="tiny")).tokenize(SENTENCES)
+    assert tokens["token_ids"].shape[1] == int(tf.reduce_max(tf.reduce_sum(tokens["padding_mask"], 1))) < 16
+
+
+def test_the_published_form_of_a_trained_encoder_shares_its_weights_at_the_models_own_length():
+    from common.models.encoder import inference_encoder
+
+    long = tf.constant([" ".join(["guitar"] * 60), "a man plays a guitar ."])
+    trained = build_encoder(EncoderConfig(spec="tiny", max_seq_len=16, pad_to_multiple_of=8, seed=3))
+    view = trained.with_length()
+    assert (view.tokenizer.config.max_seq_len, view.tokenizer.config.pad_to_multiple_of) == (512, 1)
+    assert view.backbone is trained.backbone and trained.tokenizer.config.max_seq_len == 16
+    assert trained.with_length(16).tokenizer.config.max_seq_len == 16
+    assert view.with_length() is view
+    full = build_encoder(EncoderConfig(spec="tiny", max_seq_len=512, seed=3))
+    np.testing.assert_allclose(view.embed_strings(long), full.embed_strings(long), atol=1e-6)
+    assert not np.allclose(trained.embed_strings(long)[0], full.embed_strings(long)[0], atol=1e-3)
+    published = inference_encoder(trained)
+    assert published.backbone is trained.backbone  # fp32, its own dropout: nothing to copy
+    np.testing.assert_allclose(published.embed_strings(long), full.embed_strings(long), atol=1e-6)
+
+
+def test_the_published_form_drops_out_at_the_architectures_rate_not_the_runs():
+    from common.models.encoder import inference_encoder
+
+    trained = build_encoder(EncoderConfig(spec="tiny", max_seq_len=16, dropout=0.0, precision="bf16"))
+    assert set(_dropout_rates(trained.backbone)) == {0.0} and trained.model_dropout == pytest.approx(0.1)
+    published = inference_encoder(trained)
+    assert set(_dropout_rates(published.backbone)) == {0.1}
+    assert published.encoder_config.precision == "fp32" and published.tokenizer.config.max_seq_len == 512
+    for a, b in zip(published.backbone.get_weights(), trained.backbone.get_weights()):
+        np.testing.assert_array_equal(a, b)

@@ -52,10 +52,13 @@ def test_export_stores_weights_once_and_hub_load_accepts_it(tiny_encoder, tmp_pa
     weight_bytes = sum(int(np.prod(v.shape)) * 4 for v in tiny_encoder.weights)
     stored = sum(os.path.getsize(os.path.join(path, "variables", f)) for f in os.listdir(os.path.join(path, "variables")))
     assert weight_bytes * 0.99 < stored < weight_bytes * 1.2
-    # `variables` and `trainable_variables` list the same tf.Variables: one checkpoint entry each.
+    # `variables` and `trainable_variables` list the same tf.Variables: one checkpoint entry each,
+    # beside the one of the length the SavedModel truncates at.
     stored_names = [n for n, _ in tf.train.list_variables(os.path.join(path, "variables", "variables"))
                     if n.endswith("VARIABLE_VALUE")]
-    assert len(stored_names) == len(tiny_encoder.variables)
+    assert len(stored_names) == len(tiny_encoder.variables) + 1
+    assert "max_seq_len/.ATTRIBUTES/VARIABLE_VALUE" in stored_names
+    assert int(tf.saved_model.load(path).max_seq_len.numpy()) == tiny_encoder.tokenizer.config.max_seq_len == 32
     out = hub.load(path)(tf.constant(SENTENCES)).numpy()
     np.testing.assert_allclose(out, tiny_encoder(tf.constant(SENTENCES))["embedding"].numpy(), atol=1e-6)
 

@@ -52,8 +52,10 @@ def large_weights_export(tmp_path_factory):
     out = str(root / "st")
     with pytest.raises(ValueError, match="max_seq_len 128 exceeds the model's 64 position embeddings; give "
                                          "--max_seq_len=64 or less"):
-        export_model(ExportConfig(model=source, format="sentence-transformers", out=out))
-    export_model(ExportConfig(model=source, format="sentence-transformers", out=out, max_seq_len=64))
+        export_model(ExportConfig(model=source, format="sentence-transformers", out=out, max_seq_len=128))
+    # Without --max_seq_len a folder that declares no max_seq_length is used at its position embeddings.
+    export_model(ExportConfig(model=source, format="sentence-transformers", out=out))
+    assert json.load(open(os.path.join(out, "sentence_bert_config.json")))["max_seq_length"] == 64
     return out
 
 

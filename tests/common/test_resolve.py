@@ -1,4 +1,6 @@
 import datetime
+import json
+import os
 
 import numpy as np
 import pytest
@@ -77,3 +79,75 @@ def test_models_given_by_path_never_share_a_result_name(tiny_encoder, tmp_path):
     elsewhere = save_encoder_artifact(tiny_encoder, str(tmp_path / "extended"), {"run_id": run_id})
     name = resolve_model(elsewhere).name
     assert name.startswith(f"{run_id}-extended-") and name == resolve_model(elsewhere + "/embedding").name
+
+
+# Longer than 32 tokens, the length SimCSE trains at, except the second.
+LONG = [" ".join(["guitar"] * 60) + " .", "a man plays a guitar .", " ".join(f"word{i}" for i in range(50))]
+
+
+def test_a_run_is_used_at_the_models_own_length_not_the_one_it_trained_at(tmp_path, monkeypatch):
+    from common import SentenceModel
+    from common.evaluation import resolve
+    from common.exporting import ExportConfig, export_model
+    from common.models.encoder import EncoderConfig, build_encoder
+    from common.training import registry
+    from common.training.runs import train
+
+    root = str(tmp_path / "artifacts")
+    settings = {**registry.get("simcse").smoke(str(tmp_path / "data")), "artifacts_dir": root, "max_seq_len": 32,
+                "train_epochs": 1, "train_steps_per_epoch": 2, "eval_each_epoch": False}
+    run = train(registry.build_config("simcse", settings))
+    record = json.load(open(os.path.join(run["model_dir"], "config.json")))
+    assert record["encoder"]["max_seq_len"] == record["config"]["encoder"]["max_seq_len"] == 32  # what it trained at
+
+    def weights_at(length):
+        """The run's weights read by hand into the tiny architecture, truncating at `length`."""
+        encoder = build_encoder(EncoderConfig(spec="tiny", max_seq_len=length, pooling="cls"))
+        checkpoint = tf.train.Checkpoint(model=tf.train.Checkpoint(encoder=encoder))
+        checkpoint.read(os.path.join(run["model_dir"], "weights", "weights")).expect_partial() \
+            .assert_existing_objects_matched()
+        assert max(encoder.token_counts(tf.constant(LONG)).numpy()) > 32 or length == 32
+        return encoder.embed_strings(tf.constant(LONG)).numpy()
+
+    full, cut = weights_at(512), weights_at(32)
+    assert not np.allclose(full[0], cut[0], atol=1e-4) and not np.allclose(full[2], cut[2], atol=1e-4)
+    np.testing.assert_allclose(full[1], cut[1], atol=1e-6)  # a short sentence is the same either way
+
+    # test_sts.py, senteval_eval.py, cluster_eval.py and SentenceModel: the published SavedModel, untruncated.
+    scored = resolve_model(run["run_id"], artifacts_dir=root)
+    assert scored.source == os.path.join(run["model_dir"], "embedding")
+    np.testing.assert_allclose(scored.embed(LONG, progress=False), full, atol=1e-6)
+    np.testing.assert_allclose(SentenceModel(run["run_id"], artifacts_dir=root).encode(LONG), full, atol=1e-6)
+    # A caller's length still truncates: the run is rebuilt from its weights at that length.
+    for embedder in (resolve_model(run["run_id"], artifacts_dir=root, max_seq_len=32),
+                     SentenceModel(run["run_id"], artifacts_dir=root, max_seq_len=32)._embedder):
+        assert embedder.source == run["model_dir"]
+        np.testing.assert_allclose(embedder.embed(LONG, progress=False), cut, atol=1e-6)
+    # An exported model cannot be rebuilt: another length is refused, its own accepted.
+    embedding = os.path.join(run["model_dir"], "embedding")
+    with pytest.raises(ValueError, match=f"--max_seq_len=32: {embedding} is an exported model, which truncates at "
+                                         "512 tokens and cannot be rebuilt at another; pass the run it came from"):
+        resolve_model(embedding, max_seq_len=32)
+    np.testing.assert_allclose(resolve_model(embedding, max_seq_len=512).embed(LONG, progress=False), full, atol=1e-6)
+
+    # export.py: the sentence-transformers folder declares the model's own length, and loads back untruncated.
+    out = str(tmp_path / "st")
+    assert export_model(ExportConfig(model=run["run_id"], format="sentence-transformers", out=out,
+                                     artifacts_dir=root))["encoder"]["max_seq_len"] == 512
+    assert json.load(open(os.path.join(out, "sentence_bert_config.json")))["max_seq_length"] == 512
+    assert json.load(open(os.path.join(out, "tokenizer_config.json")))["model_max_length"] == 512
+    np.testing.assert_allclose(SentenceModel(out).encode(LONG), full, atol=1e-5)
+
+    # A run published before SavedModels recorded their length is rebuilt from its weights ...
+    monkeypatch.setattr(resolve, "_exported_length", lambda loaded: None)
+    legacy = resolve_model(run["run_id"], artifacts_dir=root)
+    assert legacy.source == run["model_dir"]
+    np.testing.assert_allclose(legacy.embed(LONG, progress=False), full, atol=1e-6)
+    # ... and when that cannot be done (the model it started from is gone), its SavedModel is scored.
+    def gone(config):
+        raise FileNotFoundError("the start model is gone")
+
+    monkeypatch.setattr(resolve, "build_encoder", gone)
+    assert resolve_model(run["run_id"], artifacts_dir=root).source == embedding
+    with pytest.raises(FileNotFoundError, match="the start model is gone"):
+        resolve_model(run["run_id"], artifacts_dir=root, max_seq_len=32)

@@ -258,3 +258,37 @@ def test_a_resumed_run_may_change_when_it_evaluates_but_not_what_it_selects(tmp_
     for change in ({"publish_best": False}, {"best_metric": "stsb_dev_spearman"}):
         with pytest.raises(ValueError, match=f"cannot change --{next(iter(change))}"):
             resume_changes(saved, saved.replace(**change))
+
+
+def test_a_run_from_an_artifact_trains_with_its_own_dropout_and_length_not_the_artifacts(tmp_path):
+    """A masked-LM run without dropout must not give the SimCSE run started from it no dropout:
+    dropout is SimCSE's augmentation. Nor its length: each run trains at its own --max_seq_len."""
+    import json
+
+    import keras
+
+    from common.models.encoder import inference_encoder
+    from mlm_tf.method import smoke as mlm_smoke
+
+    def rates(encoder):
+        found = [layer.rate for layer in encoder.backbone._flatten_layers() if isinstance(layer, keras.layers.Dropout)]
+        assert found, "no Dropout layers in the backbone"
+        return set(found)
+
+    root = str(tmp_path / "artifacts")
+    mlm = train(registry.build_config("mlm", {**mlm_smoke(str(tmp_path / "books")), "artifacts_dir": root,
+                                              "dropout": 0.0, "train_epochs": 1, "train_steps_per_epoch": 1,
+                                              "eval_each_epoch": False}))
+    assert json.load(open(os.path.join(mlm["model_dir"], "config.json")))["encoder"]["dropout"] == 0.0  # recorded
+    simcse = registry.get("simcse")
+    base = {**simcse.smoke(str(tmp_path / "data")), "artifacts_dir": root, "max_seq_len": 24}
+    for model in (mlm["run_id"], mlm["model_dir"]):
+        inherited = simcse.build_model(registry.build_config("simcse", {**base, "model": model}))
+        assert rates(inherited.encoder) == {0.1}  # the tiny BERT's own rate, not the MLM run's 0
+        assert inherited.encoder.tokenizer.config.max_seq_len == 24  # its own --max_seq_len, not the MLM run's 32
+        chosen = simcse.build_model(registry.build_config("simcse", {**base, "model": model, "dropout": 0.3}))
+        assert rates(chosen.encoder) == {0.3}
+    # The MLM run's encoder itself trains without dropout; its published SavedModel fine-tunes with 0.1.
+    trained = registry.get("mlm").build_model(registry.build_config("mlm", {
+        **mlm_smoke(str(tmp_path / "books")), "artifacts_dir": root, "dropout": 0.0}))
+    assert rates(trained.encoder) == {0.0} and rates(inference_encoder(trained.encoder)) == {0.1}

@@ -17,6 +17,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Dict
 
+from common.errors import UserError
+
 OPTIMIZERS = ("adam", "rmsprop")
 LOSS_REDUCTIONS = ("mean", "sum")
 
@@ -59,17 +61,17 @@ class ClassifierConfig:
 
     def __post_init__(self):
         if self.nhid < 0:
-            raise ValueError(f"nhid must be >= 0, got {self.nhid}.")
+            raise UserError(f"nhid must be >= 0, got {self.nhid}.")
         if self.optim not in OPTIMIZERS:
-            raise ValueError(f"optim must be one of {OPTIMIZERS}, got {self.optim!r}.")
+            raise UserError(f"optim must be one of {OPTIMIZERS}, got {self.optim!r}.")
         if self.batch_size < 1 or self.epoch_size < 1 or self.tenacity < 0 or self.max_epoch < 0:
-            raise ValueError(
+            raise UserError(
                 "batch_size and epoch_size must be >= 1, tenacity and max_epoch >= 0; got "
                 f"{self.batch_size}, {self.epoch_size}, {self.tenacity}, {self.max_epoch}.")
         if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}.")
+            raise UserError(f"dropout must be in [0, 1), got {self.dropout}.")
         if self.loss_reduction not in LOSS_REDUCTIONS:
-            raise ValueError(f"loss_reduction must be one of {LOSS_REDUCTIONS}, got {self.loss_reduction!r}.")
+            raise UserError(f"loss_reduction must be one of {LOSS_REDUCTIONS}, got {self.loss_reduction!r}.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,9 +100,9 @@ class RelatednessConfig:
 
     def __post_init__(self):
         if self.loss_reduction not in LOSS_REDUCTIONS:
-            raise ValueError(f"loss_reduction must be one of {LOSS_REDUCTIONS}, got {self.loss_reduction!r}.")
+            raise UserError(f"loss_reduction must be one of {LOSS_REDUCTIONS}, got {self.loss_reduction!r}.")
         if self.nclasses < 2 or self.batch_size < 1 or self.epochs_per_check < 1:
-            raise ValueError("nclasses must be >= 2, batch_size and epochs_per_check >= 1; got "
+            raise UserError("nclasses must be >= 2, batch_size and epochs_per_check >= 1; got "
                              f"{self.nclasses}, {self.batch_size}, {self.epochs_per_check}.")
 
 
@@ -127,9 +129,9 @@ class SentEvalConfig:
 
     def __post_init__(self):
         if self.kfold < 2:
-            raise ValueError(f"kfold must be >= 2, got {self.kfold}.")
+            raise UserError(f"kfold must be >= 2, got {self.kfold}.")
         if not 0.0 < self.validation_split < 1.0:
-            raise ValueError(f"validation_split must be in (0, 1), got {self.validation_split}.")
+            raise UserError(f"validation_split must be in (0, 1), got {self.validation_split}.")
 
 
 FAST_CLASSIFIER = ClassifierConfig(nhid=0, optim="rmsprop", batch_size=128, tenacity=3, epoch_size=2)
@@ -147,10 +149,10 @@ def get_config(name: str, nhid: int | None = None) -> SentEvalConfig:
     """The named configuration, optionally with an MLP of `nhid` hidden units.
 
     Raises:
-        ValueError: for an unknown name.
+        UserError: for an unknown name.
     """
     if name not in CONFIGS:
-        raise ValueError(f"Unknown SentEval config {name!r}; expected one of {sorted(CONFIGS)}.")
+        raise UserError(f"Unknown SentEval config {name!r}; expected one of {sorted(CONFIGS)}.")
     config = CONFIGS[name]
     if nhid is not None:
         config = dataclasses.replace(config, classifier=dataclasses.replace(config.classifier, nhid=nhid))

@@ -199,7 +199,7 @@ def tasks_to_run(tasks: Optional[Sequence[str]], data_path: str):
 
     Raises:
         FileNotFoundError: naming what is missing and pointing to the README.
-        ValueError: for an unknown task name.
+        UserError: for an unknown task name.
     """
     chosen, skipped = select_tasks(tasks, data_path)
     for task in chosen:
@@ -238,7 +238,7 @@ def evaluate_senteval(embed: Embed, data_path: str, tasks: Optional[Sequence[str
 
     Raises:
         FileNotFoundError: if no task's data is present, or a named task's files are missing.
-        ValueError: for an unknown task or a malformed data file (naming file and line).
+        UserError: for an unknown task or a malformed data file (naming file and line).
     """
     start = time.time()
     cache = cache if cache is not None else EmbeddingCache()

@@ -33,6 +33,7 @@ from common.data.files import DATA_HELP, open_data_file, require_data_dir
 from common.data.nli import LABELS as NLI_LABELS
 from common.data.nli import read_senteval_snli
 from common.data.sts import STS_SUBSETS, load_sick, load_sts_subset, load_stsb
+from common.errors import UserError
 
 # === Data classes ===
 
@@ -179,7 +180,7 @@ def load_binary(data_path: str, task: str) -> TaskData:
     pos = [text(line) for line in _lines(_read_latin1(f"{directory}/{positive}"))]
     neg = [text(line) for line in _lines(_read_latin1(f"{directory}/{negative}"))]
     if not pos or not neg:
-        raise ValueError(f"{directory}: {positive} has {len(pos)} and {negative} {len(neg)} lines; "
+        raise UserError(f"{directory}: {positive} has {len(pos)} and {negative} {len(neg)} lines; "
                          "expected both non-empty.")
     split = _sorted_split(pos + neg, [1] * len(pos) + [0] * len(neg))
     names = ("negative", "positive") if task != "SUBJ" else ("subjective", "objective")
@@ -190,13 +191,13 @@ def _parse_int(field: str, path: str, line_no: int, what: str) -> int:
     try:
         return int(field)
     except ValueError:
-        raise ValueError(f"{path}:{line_no}: expected {what} (an integer), got {field!r}.") from None
+        raise UserError(f"{path}:{line_no}: expected {what} (an integer), got {field!r}.") from None
 
 
 def load_sst(data_path: str, nclasses: int) -> TaskData:
     """SST2 (`SST/binary`: "sentence<TAB>label") or SST5 (`SST/fine`: "label sentence")."""
     if nclasses not in (2, 5):
-        raise ValueError(f"SST has 2 or 5 classes, got {nclasses}.")
+        raise UserError(f"SST has 2 or 5 classes, got {nclasses}.")
     directory = require_data_dir(data_path, "downstream", "SST", "binary" if nclasses == 2 else "fine")
     splits = {}
     for split in ("train", "dev", "test"):
@@ -208,14 +209,14 @@ def load_sst(data_path: str, nclasses: int) -> TaskData:
             if nclasses == 2:
                 fields = line.strip().split("\t")
                 if len(fields) < 2:
-                    raise ValueError(f"{path}:{line_no}: expected 'sentence<TAB>label', got {line[:80]!r}.")
+                    raise UserError(f"{path}:{line_no}: expected 'sentence<TAB>label', got {line[:80]!r}.")
                 sentence, label = fields[0], fields[1]
             else:
                 fields = line.strip().split(" ", 1)
                 label, sentence = fields[0], fields[1] if len(fields) > 1 else ""
             y = _parse_int(label, path, line_no, "a label")
             if not 0 <= y < nclasses:
-                raise ValueError(f"{path}:{line_no}: label {y} is not in [0, {nclasses}).")
+                raise UserError(f"{path}:{line_no}: label {y} is not in [0, {nclasses}).")
             sentences.append(text(sentence))
             labels.append(y)
         splits[split] = _sorted_split(sentences, labels)
@@ -241,7 +242,7 @@ def load_trec(data_path: str) -> TaskData:
                 continue
             target, sep, rest = line.strip().partition(":")
             if not sep or target not in ids or " " not in rest:
-                raise ValueError(f"{path}:{line_no}: expected 'CLASS:fine question' with CLASS in {TREC_LABELS}, "
+                raise UserError(f"{path}:{line_no}: expected 'CLASS:fine question' with CLASS in {TREC_LABELS}, "
                                  f"got {line[:80]!r}.")
             sentences.append(text(rest.split(" ", 1)[1]))
             labels.append(ids[target])
@@ -261,10 +262,10 @@ def load_mrpc(data_path: str) -> TaskData:
                 continue
             fields = line.strip().split("\t")
             if len(fields) < 5:
-                raise ValueError(f"{path}:{line_no}: expected 5 tab-separated columns, got {len(fields)}.")
+                raise UserError(f"{path}:{line_no}: expected 5 tab-separated columns, got {len(fields)}.")
             y = _parse_int(fields[0], path, line_no, "a 0/1 quality label")
             if y not in (0, 1):
-                raise ValueError(f"{path}:{line_no}: quality label must be 0 or 1, got {y}.")
+                raise UserError(f"{path}:{line_no}: quality label must be 0 or 1, got {y}.")
             first.append(text(fields[3]))
             second.append(text(fields[4]))
             labels.append(y)
@@ -284,7 +285,7 @@ def load_sick_entailment(data_path: str) -> TaskData:
         pairs, judgements = load_sick(data_path, split)
         for i, judgement in enumerate(judgements):
             if judgement not in ids:
-                raise ValueError(f"{data_path}/downstream/SICK/{SICK_SPLIT_FILES[split]}: pair {i + 1} after the "
+                raise UserError(f"{data_path}/downstream/SICK/{SICK_SPLIT_FILES[split]}: pair {i + 1} after the "
                                  f"header: entailment judgement must be one of {SICK_ENTAILMENT}, got {judgement!r}.")
         splits[split] = _sorted_pairs([text(s) for s in pairs.sentences1], [text(s) for s in pairs.sentences2],
                                       [ids[j] for j in judgements])
@@ -365,18 +366,18 @@ def load_probing(data_path: str, task: str) -> TaskData:
             continue
         fields = line.rstrip().split("\t")
         if len(fields) < 3 or fields[0] not in PROBING_SPLITS:
-            raise ValueError(f"{path}:{line_no}: expected 'tr|va|te<TAB>label<TAB>sentence', got {line[:80]!r}.")
+            raise UserError(f"{path}:{line_no}: expected 'tr|va|te<TAB>label<TAB>sentence', got {line[:80]!r}.")
         rows[PROBING_SPLITS[fields[0]]].append((text(fields[-1]), fields[1], line_no))
     for split, items in rows.items():
         if not items:
-            raise ValueError(f"{path}: no '{[k for k, v in PROBING_SPLITS.items() if v == split][0]}' ({split}) lines.")
+            raise UserError(f"{path}: no '{[k for k, v in PROBING_SPLITS.items() if v == split][0]}' ({split}) lines.")
     names = tuple(sorted({label for _, label, _ in rows["train"]}))
     ids = {name: i for i, name in enumerate(names)}
     splits = {}
     for split, items in rows.items():
         for _, label, line_no in items:
             if label not in ids:
-                raise ValueError(f"{path}:{line_no}: label {label!r} does not occur in the training lines.")
+                raise UserError(f"{path}:{line_no}: label {label!r} does not occur in the training lines.")
         splits[split] = _sorted_split([s for s, _, _ in items], [ids[label] for _, label, _ in items])
     return TaskData(task, task, splits, len(names), names)
 
@@ -441,7 +442,7 @@ def canonical_task_name(name: str) -> str:
     """A task's canonical name from its own or SentEval's name, case-insensitively.
 
     Raises:
-        ValueError: for an unknown name, listing the valid ones.
+        UserError: for an unknown name, listing the valid ones.
     """
     lookup = {}
     for spec in TASKS.values():
@@ -450,7 +451,7 @@ def canonical_task_name(name: str) -> str:
     lookup["stsb"] = "STS-B"
     key = name.strip().lower()
     if key not in lookup:
-        raise ValueError(f"Unknown SentEval task {name!r}; expected one of {list(TASKS)}, SentEval's names "
+        raise UserError(f"Unknown SentEval task {name!r}; expected one of {list(TASKS)}, SentEval's names "
                          f"(e.g. SICKRelatedness, Length) or a group {sorted(GROUPS)} or 'all'. "
                          "COCO image-caption retrieval is not supported.")
     return lookup[key]
@@ -505,6 +506,6 @@ def load_task(data_path: str, task: str) -> TaskData:
 
     Raises:
         FileNotFoundError: naming the missing file or folder and pointing to the README.
-        ValueError: naming the file and line of a malformed line.
+        UserError: naming the file and line of a malformed line.
     """
     return _LOADERS[canonical_task_name(task)](data_path)
