@@ -42,6 +42,34 @@ def write_sts_root(root: str) -> str:
     return root
 
 
+def _random_hf_bert_tensors(seed: int, vocab_size: int, h: int, inter: int, layers: int, positions: int,
+                            token_types: int):
+    """BertModel's (and RobertaModel's) tensors, un-prefixed Hugging Face names, random N(0, 0.2)
+    (LayerNorm scales around 1), drawn in a fixed order from `seed`."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+
+    def r(*shape, scale=0.2):
+        return (rng.normal(size=shape) * scale).astype(np.float32)
+
+    t = {"embeddings.word_embeddings.weight": r(vocab_size, h),
+         "embeddings.position_embeddings.weight": r(positions, h),
+         "embeddings.token_type_embeddings.weight": r(token_types, h),
+         "embeddings.LayerNorm.weight": 1 + r(h), "embeddings.LayerNorm.bias": r(h),
+         "pooler.dense.weight": r(h, h), "pooler.dense.bias": r(h)}
+    for i in range(layers):
+        p = f"encoder.layer.{i}."
+        for m in ("query", "key", "value"):
+            t[p + f"attention.self.{m}.weight"], t[p + f"attention.self.{m}.bias"] = r(h, h), r(h)
+        t[p + "attention.output.dense.weight"], t[p + "attention.output.dense.bias"] = r(h, h), r(h)
+        t[p + "attention.output.LayerNorm.weight"], t[p + "attention.output.LayerNorm.bias"] = 1 + r(h), r(h)
+        t[p + "intermediate.dense.weight"], t[p + "intermediate.dense.bias"] = r(inter, h), r(inter)
+        t[p + "output.dense.weight"], t[p + "output.dense.bias"] = r(h, inter), r(h)
+        t[p + "output.LayerNorm.weight"], t[p + "output.LayerNorm.bias"] = 1 + r(h), r(h)
+    return t
+
+
 def write_hf_bert_dir(path: str, vocab_path: str, hidden_act: str = "gelu", seed: int = 0) -> str:
     """A tiny random BERT in Hugging Face's format (config.json, model.safetensors, vocab.txt)."""
     import json
@@ -60,24 +88,7 @@ def write_hf_bert_dir(path: str, vocab_path: str, hidden_act: str = "gelu", seed
            "max_position_embeddings": 64, "type_vocab_size": 2, "layer_norm_eps": 1e-12}
     with open(os.path.join(path, "config.json"), "w") as f:
         json.dump(cfg, f)
-    rng = np.random.default_rng(seed)
-
-    def r(*shape, scale=0.2):
-        return (rng.normal(size=shape) * scale).astype(np.float32)
-
-    t = {"embeddings.word_embeddings.weight": r(vocab_size, h), "embeddings.position_embeddings.weight": r(64, h),
-         "embeddings.token_type_embeddings.weight": r(2, h),
-         "embeddings.LayerNorm.weight": 1 + r(h), "embeddings.LayerNorm.bias": r(h),
-         "pooler.dense.weight": r(h, h), "pooler.dense.bias": r(h)}
-    for i in range(layers):
-        p = f"encoder.layer.{i}."
-        for m in ("query", "key", "value"):
-            t[p + f"attention.self.{m}.weight"], t[p + f"attention.self.{m}.bias"] = r(h, h), r(h)
-        t[p + "attention.output.dense.weight"], t[p + "attention.output.dense.bias"] = r(h, h), r(h)
-        t[p + "attention.output.LayerNorm.weight"], t[p + "attention.output.LayerNorm.bias"] = 1 + r(h), r(h)
-        t[p + "intermediate.dense.weight"], t[p + "intermediate.dense.bias"] = r(inter, h), r(inter)
-        t[p + "output.dense.weight"], t[p + "output.dense.bias"] = r(h, inter), r(h)
-        t[p + "output.LayerNorm.weight"], t[p + "output.LayerNorm.bias"] = 1 + r(h), r(h)
+    t = _random_hf_bert_tensors(seed, vocab_size, h, inter, layers, positions=64, token_types=2)
     save_file({"bert." + k: v for k, v in t.items()}, os.path.join(path, "model.safetensors"))
     return path
 
@@ -194,24 +205,6 @@ def write_hf_roberta_dir(path: str, num_layers: int = 2, prefixed: bool = True, 
            "layer_norm_eps": 1e-5, "pad_token_id": pad, "bos_token_id": 0, "eos_token_id": 2}
     with open(os.path.join(path, "config.json"), "w") as f:
         json.dump(cfg, f)
-    rng = np.random.default_rng(seed)
-
-    def r(*shape, scale=0.2):
-        return (rng.normal(size=shape) * scale).astype(np.float32)
-
-    t = {"embeddings.word_embeddings.weight": r(vocab_size, h),
-         "embeddings.position_embeddings.weight": r(positions, h),
-         "embeddings.token_type_embeddings.weight": r(1, h),
-         "embeddings.LayerNorm.weight": 1 + r(h), "embeddings.LayerNorm.bias": r(h),
-         "pooler.dense.weight": r(h, h), "pooler.dense.bias": r(h)}
-    for i in range(num_layers):
-        p = f"encoder.layer.{i}."
-        for m in ("query", "key", "value"):
-            t[p + f"attention.self.{m}.weight"], t[p + f"attention.self.{m}.bias"] = r(h, h), r(h)
-        t[p + "attention.output.dense.weight"], t[p + "attention.output.dense.bias"] = r(h, h), r(h)
-        t[p + "attention.output.LayerNorm.weight"], t[p + "attention.output.LayerNorm.bias"] = 1 + r(h), r(h)
-        t[p + "intermediate.dense.weight"], t[p + "intermediate.dense.bias"] = r(inter, h), r(inter)
-        t[p + "output.dense.weight"], t[p + "output.dense.bias"] = r(h, inter), r(h)
-        t[p + "output.LayerNorm.weight"], t[p + "output.LayerNorm.bias"] = 1 + r(h), r(h)
+    t = _random_hf_bert_tensors(seed, vocab_size, h, inter, num_layers, positions=positions, token_types=1)
     save_file({("roberta." if prefixed else "") + k: v for k, v in t.items()}, os.path.join(path, "model.safetensors"))
     return path

@@ -31,7 +31,8 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from common.errors import UserError
-from common.models.tokenization import BertTokenizer, TokenizerConfig, longest_first_lengths, _keep_first
+from common.models.tokenization import (BertTokenizer, TokenizerConfig, _keep_first, count_pairs_over,
+                                        longest_first_lengths)
 
 # Unicode White_Space (Oniguruma's `\s`): the ASCII controls \t \n \v \f \r, U+0085 and the
 # separators (Zs, Zl, Zp).
@@ -240,13 +241,8 @@ class ByteLevelBpeTokenizer(BertTokenizer):
 
     def count_truncated_pairs(self, texts_a: Sequence[str], texts_b: Sequence[str], batch_size: int = 4096) -> int:
         """How many pairs are longer than `max_seq_len` tokens as `<s> a </s></s> b </s>`."""
-        budget = self.config.max_seq_len - self.PAIR_SPECIAL_TOKENS
-        count = 0
-        for start in range(0, len(texts_a), batch_size):
-            a = self.wordpiece_ids(tf.constant(list(texts_a[start:start + batch_size]), tf.string)).row_lengths()
-            b = self.wordpiece_ids(tf.constant(list(texts_b[start:start + batch_size]), tf.string)).row_lengths()
-            count += int(tf.reduce_sum(tf.cast(a + b > budget, tf.int32)))
-        return count
+        return count_pairs_over(self, texts_a, texts_b, self.config.max_seq_len - self.PAIR_SPECIAL_TOKENS,
+                                batch_size)
 
     def pair_token_counts(self, texts_a: tf.Tensor, texts_b: tf.Tensor) -> tf.Tensor:
         """How many tokens `tokenize_pairs` gives each pair before padding (int32 [batch])."""

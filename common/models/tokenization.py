@@ -189,13 +189,7 @@ class BertTokenizer(tf.Module):
 
     def count_truncated_pairs(self, texts_a: Sequence[str], texts_b: Sequence[str], batch_size: int = 4096) -> int:
         """How many pairs are longer than `max_seq_len` tokens as `[CLS] a [SEP] b [SEP]`."""
-        budget = self.config.max_seq_len - 3
-        count = 0
-        for start in range(0, len(texts_a), batch_size):
-            a = self.wordpiece_ids(tf.constant(list(texts_a[start:start + batch_size]), tf.string)).row_lengths()
-            b = self.wordpiece_ids(tf.constant(list(texts_b[start:start + batch_size]), tf.string)).row_lengths()
-            count += int(tf.reduce_sum(tf.cast(a + b > budget, tf.int32)))
-        return count
+        return count_pairs_over(self, texts_a, texts_b, self.config.max_seq_len - 3, batch_size)
 
     def token_counts(self, texts: tf.Tensor) -> tf.Tensor:
         """How many tokens `__call__` gives each text before padding ([CLS], truncated pieces, [SEP]).
@@ -304,6 +298,18 @@ class BertTokenizer(tf.Module):
             "padding_mask": mask,
             "segment_ids": tf.pad(segments.to_tensor(default_value=0), extra),
         }
+
+
+def count_pairs_over(tokenizer, texts_a: Sequence[str], texts_b: Sequence[str], budget: int,
+                     batch_size: int = 4096) -> int:
+    """How many pairs have more than `budget` pieces together (the length left after a tokenizer's
+    special tokens), counted in batches with the tokenizer's `wordpiece_ids`."""
+    count = 0
+    for start in range(0, len(texts_a), batch_size):
+        a = tokenizer.wordpiece_ids(tf.constant(list(texts_a[start:start + batch_size]), tf.string)).row_lengths()
+        b = tokenizer.wordpiece_ids(tf.constant(list(texts_b[start:start + batch_size]), tf.string)).row_lengths()
+        count += int(tf.reduce_sum(tf.cast(a + b > budget, tf.int32)))
+    return count
 
 
 def truncated_sentences(tokenizer: BertTokenizer, *columns: Sequence[str]) -> int:
