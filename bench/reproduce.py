@@ -54,7 +54,10 @@ flags.DEFINE_string("encoder", "bert_tiny", "Fresh BERT to pretrain without --st
 flags.DEFINE_integer("pretrain_steps", 1000, "Masked-LM steps (split into --pretrain_epochs; held-out loss each epoch).")
 flags.DEFINE_integer("pretrain_epochs", 4, "Masked-LM epochs (the held-out books are scored at each epoch end).")
 flags.DEFINE_integer("pretrain_batch", 64, "Masked-LM windows (of 128 tokens) per step.")
-flags.DEFINE_float("pretrain_lr", 5e-4, "Masked-LM peak learning rate.")
+flags.DEFINE_float("pretrain_lr", 5e-4, "Masked-LM peak learning rate (without --pilot_lrs).")
+flags.DEFINE_list("pilot_lrs", [], "Peak learning rates to try in short masked-LM pilots before pretraining; the one "
+                  "with the lowest held-out loss pretrains (empty: --pretrain_lr).")
+flags.DEFINE_integer("pilot_steps", 500, "Steps of each pilot (one epoch, warm-up and decay to its end).")
 flags.DEFINE_float("finetune_lr", 1e-4, "Peak learning rate of every rung trained from the start.")
 flags.DEFINE_integer("score_max_seq_len", 512, "Tokens every model is scored at (the papers do not truncate; "
                      "shorter sentences are not padded to it).")
@@ -212,6 +215,29 @@ class Ladder:
         self.scores["_start"] = entry
         self._save("_start")
 
+    def pilots(self, settings: Dict[str, Any], lrs: List[str], steps: int) -> float:
+        """Short masked-LM pilots, one per peak learning rate; returns the one with the lowest held-out loss.
+
+        The choice uses the held-out books' masked-LM loss only (never an STS score); each pilot's
+        STS-B dev is recorded beside it for the page.
+        """
+        found = []
+        for lr in lrs:
+            name = f"pilot lr {float(lr):g}"
+            model_dir = self.run(name, "mlm", dict(settings, train_epochs=1, train_steps_per_epoch=steps,
+                                                   train_lr=float(lr)))
+            with open(os.path.join(model_dir, "config.json")) as f:
+                metrics = json.load(f).get("metrics", {})
+            found.append(dict(lr=float(lr), steps=steps, heldout_loss=metrics["heldout_loss"],
+                              heldout_accuracy=metrics.get("heldout_accuracy"),
+                              stsb_dev=metrics.get("stsb_dev_spearman")))
+        chosen = min(found, key=lambda p: p["heldout_loss"])["lr"]
+        self.scores["_pilots"] = dict(pilots=found, chosen_lr=chosen)
+        self._save("_pilots")
+        logging.info("Pilots (held-out masked-LM loss): %s; pretraining at %g.",
+                     ", ".join(f"{p['lr']:g}: {p['heldout_loss']:.3f}" for p in found), chosen)
+        return chosen
+
     def record_phases(self, name: str, model_dir: str) -> None:
         """A Trans-Encoder run's phase records (pseudo-label spread, STS-B dev) from its config.json."""
         with open(os.path.join(model_dir, "config.json")) as f:
@@ -287,10 +313,11 @@ def main(argv):
         ladder.record_start(FLAGS.start)  # as given: the results page names no path of this machine
     else:
         epochs = FLAGS.pretrain_epochs
-        raw = ladder.run("pretrain", "mlm", dict(
-            model=FLAGS.encoder, batch_size=FLAGS.pretrain_batch, train_epochs=epochs,
-            train_steps_per_epoch=FLAGS.pretrain_steps // epochs, train_lr=FLAGS.pretrain_lr, eval_each_epoch=True,
-            checkpoint_every=50, dropout=0.0))
+        base = dict(model=FLAGS.encoder, batch_size=FLAGS.pretrain_batch, eval_each_epoch=True, checkpoint_every=50,
+                    dropout=0.0)
+        lr = ladder.pilots(base, FLAGS.pilot_lrs, FLAGS.pilot_steps) if FLAGS.pilot_lrs else FLAGS.pretrain_lr
+        raw = ladder.run("pretrain", "mlm", dict(base, train_epochs=epochs, train_lr=lr,
+                                                 train_steps_per_epoch=FLAGS.pretrain_steps // epochs))
     lr = FLAGS.finetune_lr
     if "floors" in stages:
         fresh = start_architecture(raw)
@@ -525,6 +552,7 @@ def plot(scores: Dict[str, Any], runs_root: str, out_dir: str, percentages: List
         write_png(fig, path)
         written.append(path)
     curves = [("pretrain", "train/loss", "masked-LM loss"), ("pretrain", "eval/heldout_loss", "held-out masked-LM loss"),
+              ("pretrain", "eval/stsb_dev_spearman", "pretraining: STS-B dev (mean pooling)"),
               ("simcse unsup seed 0", "train/loss", "SimCSE unsup loss"),
               ("simcse unsup seed 0", "eval/stsb_dev_spearman", "SimCSE unsup STS-B dev"),
               ("simcse sup seed 0", "train/loss", "SimCSE sup loss"),
@@ -595,9 +623,18 @@ def _start_lines(scores: Dict[str, Any]) -> List[str]:
                 f"({tokens / seconds:.0f} tokens/s); held-out masked-LM loss "
                 f"{metrics.get('heldout_loss', float('nan')):.3f}, accuracy "
                 f"{100 * metrics.get('heldout_accuracy', float('nan')):.1f} %; unigram predictor on the same masks: "
-                f"loss {metrics.get('unigram_heldout_loss', float('nan')):.3f}, accuracy "
-                f"{100 * metrics.get('unigram_heldout_accuracy', float('nan')):.1f} %."]
+                f"loss {metrics.get('heldout_unigram_loss', float('nan')):.3f}, accuracy "
+                f"{100 * metrics.get('heldout_unigram_accuracy', float('nan')):.1f} %; STS-B dev (mean pooling) "
+                f"{metrics.get('stsb_dev_spearman', float('nan')):.2f}." + _pilot_text(scores.get("_pilots"))]
     return []
+
+
+def _pilot_text(pilots) -> str:
+    if not pilots:
+        return ""
+    tried = ", ".join(f"{p['lr']:g}: {p['heldout_loss']:.3f} (STS-B dev {p['stsb_dev']:.2f})" for p in pilots["pilots"])
+    return (f" Peak learning rate {pilots['chosen_lr']:g}, the lowest held-out loss of {pilots['pilots'][0]['steps']}-step "
+            f"pilots ({tried}; STS-B dev shown, not used).")
 
 
 def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, command: str) -> str:

@@ -71,3 +71,41 @@ def test_tfidf_cosines_are_one_for_the_same_sentence_and_zero_without_shared_wor
             "c = reproduce.tfidf_cosines(['a cat sat here', 'dogs run'], ['a cat sat here', 'the sun rose']); "
             "assert np.allclose(c, [1.0, 0.0]), c")
     _run_child(code)
+
+
+def test_pilots_choose_the_lowest_heldout_loss_and_the_page_says_so(tmp_path):
+    """The pilots pick on held-out masked-LM loss alone (the best STS-B dev pilot is not picked), and the
+    page of a start pretrained here reports the held-out loss beside the unigram predictor's and the pilots."""
+    code = r'''
+import json, os, sys
+from absl import flags
+from bench import reproduce
+flags.FLAGS(["x", "--percentages=5"])
+root = sys.argv[1]
+ladder = reproduce.Ladder(root, "unused")
+losses = {0.0005: (6.2, 30.0), 0.001: (5.9, 20.0), 0.002: (6.5, 40.0)}
+def run(name, method, settings, evaluator=None):
+    assert method == "mlm" and settings["train_steps_per_epoch"] == 7 and settings["train_epochs"] == 1
+    loss, dev = losses[settings["train_lr"]]
+    out = os.path.join(root, "runs", name, "model", "1")
+    os.makedirs(out, exist_ok=True)
+    json.dump({"metrics": {"heldout_loss": loss, "heldout_accuracy": 0.1, "stsb_dev_spearman": dev}},
+              open(os.path.join(out, "config.json"), "w"))
+    return out
+ladder.run = run
+assert ladder.pilots({"model": "bert_tiny"}, ["0.0005", "0.001", "0.002"], 7) == 0.001
+scores = json.load(open(os.path.join(root, "scores.json")))
+scores["pretrain"] = {"train_seconds": 100.0, "settings": {"batch_size": 64, "train_epochs": 4,
+                                                            "train_steps_per_epoch": 10},
+                      "metrics": {"heldout_loss": 4.8, "heldout_accuracy": 0.25, "heldout_unigram_loss": 6.9,
+                                  "heldout_unigram_accuracy": 0.055, "stsb_dev_spearman": 60.5, "seconds": 90.0}}
+print("\n".join(reproduce._start_lines(scores)))
+'''
+    result = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, check=True, capture_output=True,
+                            text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    assert json.load(open(tmp_path / "scores.json"))["_pilots"]["chosen_lr"] == 0.001
+    text = result.stdout
+    assert "held-out masked-LM loss 4.800, accuracy 25.0 %" in text
+    assert "unigram predictor on the same masks: loss 6.900, accuracy 5.5 %" in text
+    assert "STS-B dev (mean pooling) 60.50" in text
+    assert "Peak learning rate 0.001, the lowest held-out loss of 7-step pilots (0.0005: 6.200" in text
