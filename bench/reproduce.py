@@ -632,9 +632,11 @@ def _start_lines(scores: Dict[str, Any]) -> List[str]:
 def _pilot_text(pilots) -> str:
     if not pilots:
         return ""
-    tried = ", ".join(f"{p['lr']:g}: {p['heldout_loss']:.3f} (STS-B dev {p['stsb_dev']:.2f})" for p in pilots["pilots"])
+    tried = ", ".join(f"{p['lr']:g}: {p['heldout_loss']:.3f}" + (f" (STS-B dev {p['stsb_dev']:.2f})"
+                                                                   if p.get("stsb_dev") is not None else "")
+                      for p in pilots["pilots"])
     return (f" Peak learning rate {pilots['chosen_lr']:g}, the lowest held-out loss of {pilots['pilots'][0]['steps']}-step "
-            f"pilots ({tried}; STS-B dev shown, not used).")
+            f"pilots ({tried}; STS-B dev, where measured, shown and not used).")
 
 
 def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, command: str) -> str:
