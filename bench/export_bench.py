@@ -8,7 +8,8 @@ the same folder through keras-hub's `BertTextEmbedder.from_preset`, and the TFLi
 model in float32 and with int8 weights. Speed is sentences per second on a fixed
 sample of STS-B test sentences in length-sorted batches, the variants timed in turn,
 round after round, with the load average printed; run it pinned to one core (taskset).
-Exports are written once under --work_dir and reused.
+Exports are written once under --work_dir and reused. Writes the dated results page and
+results.json to --results_dir.
 """
 
 from __future__ import annotations
@@ -21,15 +22,23 @@ from absl import app, flags
 
 from common import cli  # first: it quiets TensorFlow's start-up
 
-flags.DEFINE_string("data_path", "data", "Data root (holds downstream/).")
-flags.DEFINE_list("models", ["minilm"], "Models to export and compare: specs, run IDs or run directories.")
-flags.DEFINE_string("artifacts_dir", "artifacts", "Artifacts root for run IDs.")
-flags.DEFINE_string("work_dir", "artifacts/export_bench", "Where the exports are written (and reused).")
-flags.DEFINE_integer("speed_sentences", 512, "STS-B test sentences timed per variant and round.", lower_bound=1)
-flags.DEFINE_integer("batch_size", 32, "Sentences per batch.", lower_bound=1)
-flags.DEFINE_integer("rounds", 3, "Timing rounds; each times every variant once, in turn.", lower_bound=1)
-flags.DEFINE_integer("seed", 0, "Seed of the speed sample.")
+from bench import harness
+
 FLAGS = flags.FLAGS
+
+
+def define_flags() -> None:
+    """The benchmark's flags, defined when it runs, not at import (see bench/harness.py)."""
+    flags.DEFINE_string("data_path", "data", "Data root (holds downstream/).")
+    flags.DEFINE_list("models", ["minilm"], "Models to export and compare: specs, run IDs or run directories.")
+    flags.DEFINE_string("artifacts_dir", "artifacts", "Artifacts root for run IDs.")
+    flags.DEFINE_string("work_dir", "artifacts/export_bench", "Where the exports are written (and reused).")
+    flags.DEFINE_integer("speed_sentences", 512, "STS-B test sentences timed per variant and round.", lower_bound=1)
+    flags.DEFINE_integer("batch_size", 32, "Sentences per batch.", lower_bound=1)
+    flags.DEFINE_integer("rounds", 3, "Timing rounds; each times every variant once, in turn.", lower_bound=1)
+    flags.DEFINE_integer("seed", 0, "Seed of the speed sample.")
+    flags.DEFINE_string("results_dir", "docs/benchmarks/export_bench", "Where the results page (README.md) and "
+                        "results.json are written.")
 
 
 def _size_mb(path: str) -> float:
@@ -109,7 +118,12 @@ def _tflite_tokenize(tokenizer):
     return tokenize
 
 
-def _compare(model: str) -> None:
+TABLE_HEAD = ("| model | variant | STS-B test Spearman | size (MB) | sentences/s (median) | sentences tokenized "
+              "differently | max abs diff vs SavedModel: all; same tokens |\n| --- | --- | --- | --- | --- | --- | --- |")
+
+
+def _compare(model: str):
+    """Exports `model`, scores and times every variant; returns (header line, table rows, data)."""
     import numpy as np
 
     from common.data.sts import load_stsb
@@ -141,9 +155,10 @@ def _compare(model: str) -> None:
     right = [index[s] for s in pairs.sentences2]
     sample = random.Random(FLAGS.seed).sample(unique, min(FLAGS.speed_sentences, len(unique)))
 
-    print(f"\n{model}: STS-B test ({len(pairs)} pairs, {len(unique)} sentences); speed on {len(sample)} of them, "
-          f"batch {FLAGS.batch_size}, {FLAGS.rounds} rounds, 1 TFLite thread; load average at start "
-          f"{os.getloadavg()}")
+    header = (f"{model}: STS-B test ({len(pairs)} pairs, {len(unique)} sentences); speed on {len(sample)} of them, "
+              f"batch {FLAGS.batch_size}, {FLAGS.rounds} rounds, 1 TFLite thread; load average at start "
+              f"{os.getloadavg()[0]:.2f}")
+    print(f"\n{header}", flush=True)
     reference_ids = _token_ids(encoder.tokenize, unique)
     scores, vectors, agree = {}, {}, {}
     for name, (fn, _, tokenize) in variants.items():
@@ -151,29 +166,45 @@ def _compare(model: str) -> None:
         scores[name] = spearman100(cosine_scores(vectors[name][left], vectors[name][right]), pairs.scores)
         agree[name] = np.array([a == b for a, b in zip(_token_ids(tokenize, unique), reference_ids)])
     rates = {name: [] for name in variants}
+    loads = []
     for round_ in range(FLAGS.rounds):
         for name, (fn, _, _) in variants.items():
             embed_sentences(fn, sample[:FLAGS.batch_size], FLAGS.batch_size, progress=False)  # warm
             start = time.perf_counter()
             embed_sentences(fn, sample, FLAGS.batch_size, progress=False)
             rates[name].append(len(sample) / (time.perf_counter() - start))
-        print(f"  round {round_ + 1}: load average {os.getloadavg()}")
+        loads.append(os.getloadavg()[0])
+        print(f"  round {round_ + 1}: load average {loads[-1]:.2f}", flush=True)
     reference = vectors["SavedModel"]
-    print("\n| variant | STS-B test Spearman | size (MB) | sentences/s (median) | sentences tokenized "
-          "differently | max abs diff vs SavedModel: all; same tokens |\n| --- | --- | --- | --- | --- | --- |")
+    rows, data = [], {}
     for name, (_, size, _) in variants.items():
         diff = np.abs(vectors[name] - reference).max(axis=1)
-        print(f"| {name} | {scores[name]:.2f} | {size:.1f} | {np.median(rates[name]):.1f} | "
-              f"{int((~agree[name]).sum())} | {diff.max():.1e}; {diff[agree[name]].max():.1e} |")
+        rows.append(f"| {model} | {name} | {scores[name]:.2f} | {size:.1f} | {np.median(rates[name]):.1f} | "
+                    f"{int((~agree[name]).sum())} | {diff.max():.1e}; {diff[agree[name]].max():.1e} |")
+        data[name] = {"stsb_test": scores[name], "size_mb": size, "sentences_per_s": rates[name],
+                      "tokenized_differently": int((~agree[name]).sum()), "max_abs_diff": float(diff.max()),
+                      "max_abs_diff_same_tokens": float(diff[agree[name]].max())}
+    print("\n".join([TABLE_HEAD, *rows]))
+    return header, rows, {"variants": data, "round_load_averages": loads}
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    load = harness.Load()
+    headers, rows, data = [], [], {}
     for model in FLAGS.models:
-        _compare(model)
+        header, model_rows, data[model] = _compare(model)
+        headers.append(header)
+        rows += model_rows
+    body = [TABLE_HEAD, *rows, "", *[f"- {h}" for h in headers]]
+    harness.write_page(FLAGS.results_dir, "Exports side by side", "bench.export_bench", body, {"models": data}, load,
+                       ["Setting: STS-B test through each variant; speed in length-sorted batches, the variants "
+                        "timed in turn, round after round (run it pinned to one core: taskset -c 0)"])
+    print(f"written: {FLAGS.results_dir}/README.md, results.json")
     return 0
 
 
 if __name__ == "__main__":
+    define_flags()
     cli.run(main)

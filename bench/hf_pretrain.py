@@ -40,32 +40,38 @@ import time
 import numpy as np
 from absl import app, flags
 
-flags.DEFINE_enum("mode", "pretrain", ["pretrain", "throughput"], "Pretrain a model, or time training steps.")
-flags.DEFINE_string("windows", None, "The .npz written by bench/pack_books.py.")
-flags.DEFINE_string("out_dir", None, "Where the Hugging Face folder and pretraining.json are written (pretrain).")
-flags.DEFINE_enum("size", "bert_mini", ["bert_tiny", "bert_mini", "bert_small", "bert_medium", "bert_base"],
-                  "Google's small-BERT shape (as the toolkit's fresh BERTs).")
-flags.DEFINE_integer("epochs", 10, "Passes over the training windows (the full run).")
-flags.DEFINE_integer("batch_size", 256, "Windows per step.")
-flags.DEFINE_list("lrs", ["1e-3"], "Peak learning rates; with several, short pilots choose one on held-out loss.")
-flags.DEFINE_float("pilot_epochs", 1.0, "Epochs of each learning-rate pilot.")
-flags.DEFINE_float("warmup_fraction", 0.05, "Share of the steps spent warming up.")
-flags.DEFINE_float("weight_decay", 0.01, "AdamW weight decay (BERT's).")
-flags.DEFINE_float("dropout", 0.0, "Dropout during pretraining.")
-flags.DEFINE_float("downstream_dropout", 0.1, "Dropout written to the saved config.json, for methods trained from it.")
-flags.DEFINE_float("mask_rate", 0.15, "Share of real tokens selected for prediction.")
-flags.DEFINE_enum("precision", "bf16", ["fp32", "bf16"], "Training precision (bf16: autocast).")
-flags.DEFINE_list("precisions", ["fp32", "bf16"], "Precisions timed by --mode=throughput.")
-flags.DEFINE_integer("heldout_windows", 2048, "Held-out windows scored at each epoch end (fixed subset, fixed masks).")
-flags.DEFINE_float("max_minutes", 0.0, "If > 0: fewer epochs when the measured step time says the run would "
-                   "take longer (decided after 50 steps, before the schedule's decay).")
-flags.DEFINE_integer("rounds", 3, "Timed rounds per precision (throughput).")
-flags.DEFINE_integer("steps", 10, "Timed steps per round (throughput).")
-flags.DEFINE_integer("threads", 0, "torch.set_num_threads (0: PyTorch's default).")
-flags.DEFINE_integer("seed", 0, "Seed of initialisation, masks and order.")
-flags.DEFINE_enum("save_dtype", "fp32", ["fp32", "fp16"], "Dtype of the saved weights (fp16 halves the file; the "
-                  "toolkit loads either as float32).")
 FLAGS = flags.FLAGS
+
+
+def define_flags() -> None:
+    """The script's flags, defined when it runs, not at import: the bench modules import beside each other
+    (the tests), and several define flags of the same names."""
+    flags.DEFINE_enum("mode", "pretrain", ["pretrain", "throughput"], "Pretrain a model, or time training steps.")
+    flags.DEFINE_string("windows", None, "The .npz written by bench/pack_books.py.")
+    flags.DEFINE_string("out_dir", None, "Where the Hugging Face folder and pretraining.json are written (pretrain).")
+    flags.DEFINE_enum("size", "bert_mini", ["bert_tiny", "bert_mini", "bert_small", "bert_medium", "bert_base"],
+                      "Google's small-BERT shape (as the toolkit's fresh BERTs).")
+    flags.DEFINE_integer("epochs", 10, "Passes over the training windows (the full run).")
+    flags.DEFINE_integer("batch_size", 256, "Windows per step.")
+    flags.DEFINE_list("lrs", ["1e-3"], "Peak learning rates; with several, short pilots choose one on held-out loss.")
+    flags.DEFINE_float("pilot_epochs", 1.0, "Epochs of each learning-rate pilot.")
+    flags.DEFINE_float("warmup_fraction", 0.05, "Share of the steps spent warming up.")
+    flags.DEFINE_float("weight_decay", 0.01, "AdamW weight decay (BERT's).")
+    flags.DEFINE_float("dropout", 0.0, "Dropout during pretraining.")
+    flags.DEFINE_float("downstream_dropout", 0.1, "Dropout written to the saved config.json, for methods trained from it.")
+    flags.DEFINE_float("mask_rate", 0.15, "Share of real tokens selected for prediction.")
+    flags.DEFINE_enum("precision", "bf16", ["fp32", "bf16"], "Training precision (bf16: autocast).")
+    flags.DEFINE_list("precisions", ["fp32", "bf16"], "Precisions timed by --mode=throughput.")
+    flags.DEFINE_integer("heldout_windows", 2048, "Held-out windows scored at each epoch end (fixed subset, fixed masks).")
+    flags.DEFINE_float("max_minutes", 0.0, "If > 0: fewer epochs when the measured step time says the run would "
+                       "take longer (decided after 50 steps, before the schedule's decay).")
+    flags.DEFINE_integer("rounds", 3, "Timed rounds per precision (throughput).")
+    flags.DEFINE_integer("steps", 10, "Timed steps per round (throughput).")
+    flags.DEFINE_integer("threads", 0, "torch.set_num_threads (0: PyTorch's default).")
+    flags.DEFINE_integer("seed", 0, "Seed of initialisation, masks and order.")
+    flags.DEFINE_enum("save_dtype", "fp32", ["fp32", "fp16"], "Dtype of the saved weights (fp16 halves the file; the "
+                      "toolkit loads either as float32).")
+
 
 SHAPES = {"bert_tiny": (2, 128, 2), "bert_mini": (4, 256, 4), "bert_small": (4, 512, 8),
           "bert_medium": (8, 512, 8), "bert_base": (12, 768, 12)}
@@ -378,4 +384,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

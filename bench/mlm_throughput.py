@@ -29,20 +29,23 @@ from absl import app, flags
 
 from common import cli
 
-from bench import pages
-from bench.machine import machine_busy_ticks, other_cores, process_ticks
+from bench import harness
 
-flags.DEFINE_string("data_path", "data", "Data root holding documents/gutenberg/books.txt.")
-flags.DEFINE_string("windows", "artifacts/books_128.npz", "The reference side's windows (bench/pack_books.py).")
-flags.DEFINE_string("reference_python", ".venv-ref/bin/python", "Python of the reference environment.")
-flags.DEFINE_list("sizes", ["bert_tiny", "bert_mini"], "Model shapes (Google's small BERTs).")
-flags.DEFINE_list("precisions", ["fp32", "bf16"], "Precisions.")
-flags.DEFINE_integer("batch_size", 64, "Windows of 128 tokens per step.")
-flags.DEFINE_integer("rounds", 3, "Timed rounds per side and setting (alternated).")
-flags.DEFINE_integer("steps", 10, "Timed steps per round.")
-flags.DEFINE_integer("warmup_steps", 3, "Untimed steps before each side's first round.")
-flags.DEFINE_string("results_dir", "docs/benchmarks/mlm_throughput", "Where README.md and results.json go.")
 FLAGS = flags.FLAGS
+
+
+def define_flags() -> None:
+    """The benchmark's flags, defined when it runs, not at import (see bench/harness.py)."""
+    flags.DEFINE_string("data_path", "data", "Data root holding documents/gutenberg/books.txt.")
+    flags.DEFINE_string("windows", "artifacts/books_128.npz", "The reference side's windows (bench/pack_books.py).")
+    flags.DEFINE_string("reference_python", ".venv-ref/bin/python", "Python of the reference environment.")
+    flags.DEFINE_list("sizes", ["bert_tiny", "bert_mini"], "Model shapes (Google's small BERTs).")
+    flags.DEFINE_list("precisions", ["fp32", "bf16"], "Precisions.")
+    flags.DEFINE_integer("batch_size", 64, "Windows of 128 tokens per step.")
+    flags.DEFINE_integer("rounds", 3, "Timed rounds per side and setting (alternated).")
+    flags.DEFINE_integer("steps", 10, "Timed steps per round.")
+    flags.DEFINE_integer("warmup_steps", 3, "Untimed steps before each side's first round.")
+    flags.DEFINE_string("results_dir", "docs/benchmarks/mlm_throughput", "Where README.md and results.json go.")
 
 
 class ToolkitSide:
@@ -127,20 +130,15 @@ def main(argv):
     if not os.path.exists(FLAGS.reference_python):
         raise FileNotFoundError(f"--reference_python={FLAGS.reference_python}: not found; build it with "
                                 "`make reference-env`.")
-    began = (time.time(), machine_busy_ticks(), process_ticks())
-    load = os.getloadavg()[0]
+    load = harness.Load()  # the reference rounds run in child processes: their CPU is this benchmark's
     results = measure()
-    # The reference rounds run in child processes: their CPU is this benchmark's, not another's.
-    others = other_cores(began, (time.time(), machine_busy_ticks(), process_ticks()))
-    page = pages.header("Masked-LM pretraining throughput: toolkit vs transformers' BertForMaskedLM",
-                        "bench.mlm_throughput", pages.command("bench.mlm_throughput"), [
-                            f"Load: 1-minute load average {load:.2f} at the start; CPU used by other processes "
-                            f"during the run {others:.2f} cores on average",
-                            f"Setting: batch {FLAGS.batch_size} windows of 128 tokens, mask rate 0.15, "
-                            f"{FLAGS.rounds} alternated rounds of {FLAGS.steps} steps per side"])
-    print(pages.write(FLAGS.results_dir, page + [table(results)],
-                      {"load1": load, "other_cores": others, "results": results}))
+    setting = [f"Setting: batch {FLAGS.batch_size} windows of 128 tokens, mask rate 0.15, {FLAGS.rounds} alternated "
+               f"rounds of {FLAGS.steps} steps per side"]
+    print(harness.write_page(FLAGS.results_dir, "Masked-LM pretraining throughput: toolkit vs transformers' "
+                             "BertForMaskedLM", "bench.mlm_throughput", [table(results)], {"results": results}, load,
+                             setting))
 
 
 if __name__ == "__main__":
+    define_flags()
     cli.run(main)

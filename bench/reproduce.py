@@ -39,43 +39,48 @@ from absl import app, flags, logging
 from common import cli
 
 from bench import pages, verdicts
-from bench.machine import busy_seconds, machine_busy_ticks, other_cores, process_ticks
+from bench.harness import busy_seconds, machine_busy_ticks, other_cores, process_ticks
 from common.errors import UserError
 
-flags.DEFINE_string("data_path", "data", "Data root (downstream/, documents/gutenberg/).")
-flags.DEFINE_string("artifacts_dir", "artifacts/reproduce", "Where the ladder's runs and scores are written.")
-flags.DEFINE_string("results_dir", "docs/benchmarks/reproduce", "Where the results page (README.md), its plots and "
-                    "results.json are written.")
-flags.DEFINE_list("stages", ["pretrain", "floors", "raw", "simcse", "pause", "declutr", "trans_encoder"],
-                  "Stages to run (pretrain only without --start).")
-flags.DEFINE_string("start", "", "A pretrained BERT to start every rung from (Hugging Face folder or train.py "
-                    "artifact); empty: pretrain --encoder here.")
-flags.DEFINE_string("encoder", "bert_tiny", "Fresh BERT to pretrain without --start (bert_tiny, bert_mini, ...).")
-flags.DEFINE_integer("pretrain_steps", 1000, "Masked-LM steps (split into --pretrain_epochs; held-out loss each epoch).")
-flags.DEFINE_integer("pretrain_epochs", 4, "Masked-LM epochs (the held-out books are scored at each epoch end).")
-flags.DEFINE_integer("pretrain_batch", 64, "Masked-LM windows (of 128 tokens) per step.")
-flags.DEFINE_float("pretrain_lr", 5e-4, "Masked-LM peak learning rate (without --pilot_lrs).")
-flags.DEFINE_list("pilot_lrs", [], "Peak learning rates to try in short masked-LM pilots before pretraining; the one "
-                  "with the lowest held-out loss pretrains (empty: --pretrain_lr).")
-flags.DEFINE_integer("pilot_steps", 500, "Steps of each pilot (one epoch, warm-up and decay to its end).")
-flags.DEFINE_float("finetune_lr", 1e-4, "Peak learning rate of every rung trained from the start.")
-flags.DEFINE_integer("score_max_seq_len", 512, "Tokens every model is scored at (the papers do not truncate; "
-                     "shorter sentences are not padded to it).")
-flags.DEFINE_integer("simcse_steps", 500, "SimCSE steps (unsup: 64 sentences; sup: 64 triples).")
-flags.DEFINE_list("simcse_modes", ["unsup", "sup"], "SimCSE rows to train (unsup, sup).")
-flags.DEFINE_integer("simcse_eval_every", 125, "SimCSE: steps between STS-B dev evaluations; the best is kept "
-                     "(the official trainer's 125).")
-flags.DEFINE_integer("pause_steps", 200, "PAUSE and supervised-only steps of 64 pairs.")
-flags.DEFINE_list("percentages", ["1", "5", "10", "30", "100"], "Label percentages for PAUSE and supervised-only.")
-flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds of every trained row (the verdicts need 3).")
-flags.DEFINE_integer("declutr_steps", 300, "DeCLUTR steps of 8 documents.")
-flags.DEFINE_integer("te_cycles", 2, "Trans-Encoder cycles.")
-flags.DEFINE_integer("te_steps", 200, "Trans-Encoder steps per phase (caps each phase's epoch).")
-flags.DEFINE_list("senteval_tasks", ["MR", "CR", "SUBJ", "MPQA"], "SentEval tasks (fast setting).")
-flags.DEFINE_list("senteval_seeds", ["0"], "Seeds whose models get SentEval too.")
-flags.DEFINE_list("senteval_percentages", ["5", "100"], "Label percentages whose PAUSE and supervised-only models "
-                  "get SentEval (for --senteval_seeds).")
 FLAGS = flags.FLAGS
+
+
+def define_flags() -> None:
+    """The ladder's flags, defined when it runs, not at import (see bench/harness.py)."""
+    flags.DEFINE_string("data_path", "data", "Data root (downstream/, documents/gutenberg/).")
+    flags.DEFINE_string("artifacts_dir", "artifacts/reproduce", "Where the ladder's runs and scores are written.")
+    flags.DEFINE_string("results_dir", "docs/benchmarks/reproduce", "Where the results page (README.md), its plots and "
+                        "results.json are written.")
+    flags.DEFINE_list("stages", ["pretrain", "floors", "raw", "simcse", "pause", "declutr", "trans_encoder"],
+                      "Stages to run (pretrain only without --start).")
+    flags.DEFINE_string("start", "", "A pretrained BERT to start every rung from (Hugging Face folder or train.py "
+                        "artifact); empty: pretrain --encoder here.")
+    flags.DEFINE_string("encoder", "bert_tiny", "Fresh BERT to pretrain without --start (bert_tiny, bert_mini, ...).")
+    flags.DEFINE_integer("pretrain_steps", 1000, "Masked-LM steps (split into --pretrain_epochs; held-out loss each epoch).")
+    flags.DEFINE_integer("pretrain_epochs", 4, "Masked-LM epochs (the held-out books are scored at each epoch end).")
+    flags.DEFINE_integer("pretrain_batch", 64, "Masked-LM windows (of 128 tokens) per step.")
+    flags.DEFINE_float("pretrain_lr", 5e-4, "Masked-LM peak learning rate (without --pilot_lrs).")
+    flags.DEFINE_list("pilot_lrs", [], "Peak learning rates to try in short masked-LM pilots before pretraining; the "
+                      "one with the lowest held-out loss pretrains (empty: --pretrain_lr).")
+    flags.DEFINE_integer("pilot_steps", 500, "Steps of each pilot (one epoch, warm-up and decay to its end).")
+    flags.DEFINE_float("finetune_lr", 1e-4, "Peak learning rate of every rung trained from the start.")
+    flags.DEFINE_integer("score_max_seq_len", 512, "Tokens every model is scored at (the papers do not truncate; "
+                         "shorter sentences are not padded to it).")
+    flags.DEFINE_integer("simcse_steps", 500, "SimCSE steps (unsup: 64 sentences; sup: 64 triples).")
+    flags.DEFINE_list("simcse_modes", ["unsup", "sup"], "SimCSE rows to train (unsup, sup).")
+    flags.DEFINE_integer("simcse_eval_every", 125, "SimCSE: steps between STS-B dev evaluations; the best is kept "
+                         "(the official trainer's 125).")
+    flags.DEFINE_integer("pause_steps", 200, "PAUSE and supervised-only steps of 64 pairs.")
+    flags.DEFINE_list("percentages", ["1", "5", "10", "30", "100"], "Label percentages for PAUSE and supervised-only.")
+    flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds of every trained row (the verdicts need 3).")
+    flags.DEFINE_integer("declutr_steps", 300, "DeCLUTR steps of 8 documents.")
+    flags.DEFINE_integer("te_cycles", 2, "Trans-Encoder cycles.")
+    flags.DEFINE_integer("te_steps", 200, "Trans-Encoder steps per phase (caps each phase's epoch).")
+    flags.DEFINE_list("senteval_tasks", ["MR", "CR", "SUBJ", "MPQA"], "SentEval tasks (fast setting).")
+    flags.DEFINE_list("senteval_seeds", ["0"], "Seeds whose models get SentEval too.")
+    flags.DEFINE_list("senteval_percentages", ["5", "100"], "Label percentages whose PAUSE and supervised-only models "
+                      "get SentEval (for --senteval_seeds).")
+
 
 NLI_OFFLINE = ("senteval:dev", "senteval:test")
 PERCENT_ROWS = ("pause", "supervised")
@@ -684,4 +689,5 @@ def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, comm
 
 
 if __name__ == "__main__":
+    define_flags()
     cli.run(main)

@@ -3,7 +3,7 @@ and this machine's own matmul speed, to set beside the measured end-to-end times
 
     .venv/bin/python -m bench.sts_floor --data_path=../shared/data
     .venv/bin/python -m bench.sts_floor --data_path=../shared/data \\
-        --vs_json=artifacts/bench/vs_sentence_transformers.json    # also: the floor / sentence-transformers' time
+        --vs_json=<bench.vs_sentence_transformers' results_dir>/results.json   # also: floor / theirs
 
 It counts what the job must compute: every distinct sentence of STS12-16, STS-B and SICK-R
 tokenized as the encoder does (truncated to its max length), batched as test_sts.py batches them
@@ -17,7 +17,8 @@ that the whole model, with its attention, softmax, LayerNorm, GELU and casts, ca
 attention's small per-head products are counted at the dense layers' rate, faster than they run) and
 the import of TensorFlow in a fresh interpreter (which every test_sts.py run pays first). The
 floor is import + FLOPs / best matmul rate: the time the job would take if everything but the
-matmuls were free and the matmuls ran at their best speed. Run it on an idle machine.
+matmuls were free and the matmuls ran at their best speed. Run it on an idle machine. Writes the
+dated results page and results.json to --results_dir.
 """
 
 from __future__ import annotations
@@ -29,23 +30,32 @@ import subprocess
 import sys
 import time
 
-from absl import flags
+from absl import app, flags
 
-from common import cli
+from common import cli  # first: it quiets TensorFlow's start-up
+
+from bench import harness
 from common.errors import UserError
 
-flags.DEFINE_string("data_path", "data", "Data root (holds downstream/).")
-flags.DEFINE_string("model", "minilm", "Encoder spec (test_sts.py --model).")
-flags.DEFINE_integer("batch_size", 128, "test_sts.py's --batch_size.", lower_bound=1)
-flags.DEFINE_list("precisions", ["fp32", "bf16"], "Precisions whose matmul speed is measured.")
-flags.DEFINE_integer("large_rows", 8192, "Rows of the larger matmuls timed beside the typical batch's.",
-                     lower_bound=1)
-flags.DEFINE_integer("repeats", 20, "Timed runs of each matmul; the fastest counts.", lower_bound=1)
-flags.DEFINE_integer("import_runs", 3, "Fresh interpreters timed importing TensorFlow; the fastest counts.",
-                     lower_bound=1)
-flags.DEFINE_string("vs_json", None, "A bench.vs_sentence_transformers JSON: print the floor as a fraction of "
-                    "its measured end-to-end sentence-transformers times.")
 FLAGS = flags.FLAGS
+
+
+def define_flags() -> None:
+    """The benchmark's flags, defined when it runs, not at import (see bench/harness.py)."""
+    flags.DEFINE_string("data_path", "data", "Data root (holds downstream/).")
+    flags.DEFINE_string("model", "minilm", "Encoder spec (test_sts.py --model).")
+    flags.DEFINE_integer("batch_size", 128, "test_sts.py's --batch_size.", lower_bound=1)
+    flags.DEFINE_list("precisions", ["fp32", "bf16"], "Precisions whose matmul speed is measured.")
+    flags.DEFINE_integer("large_rows", 8192, "Rows of the larger matmuls timed beside the typical batch's.",
+                         lower_bound=1)
+    flags.DEFINE_integer("repeats", 20, "Timed runs of each matmul; the fastest counts.", lower_bound=1)
+    flags.DEFINE_integer("import_runs", 3, "Fresh interpreters timed importing TensorFlow; the fastest counts.",
+                         lower_bound=1)
+    flags.DEFINE_string("vs_json", None, "A bench.vs_sentence_transformers results.json: print the floor as a "
+                        "fraction of its measured end-to-end sentence-transformers times.")
+    flags.DEFINE_string("results_dir", "docs/benchmarks/sts_floor", "Where the results page (README.md) and "
+                        "results.json are written.")
+
 
 _DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
@@ -121,7 +131,8 @@ def end_to_end_seconds(path: str) -> dict:
 
 
 def main(argv):
-    del argv
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     import numpy as np
     import tensorflow as tf
 
@@ -135,6 +146,7 @@ def main(argv):
     reference = end_to_end_seconds(FLAGS.vs_json) if FLAGS.vs_json else {}  # read first: fail before measuring
     sets = load_all(FLAGS.data_path)
     unique = sorted({s for group in sets.values() for ps in group.values() for s in ps.sentences1 + ps.sentences2})
+    load = harness.Load()
     encoder = build_encoder(EncoderConfig(spec=FLAGS.model))
     config = encoder.backbone.config
     counts = sort_lengths(encoder.embedding_function(), unique)
@@ -146,13 +158,16 @@ def main(argv):
     rows = sorted({FLAGS.batch_size * int(np.median(counts)), FLAGS.large_rows})
     shapes = [(h, h), (h, i), (i, h)]
     weights = [4 * h * h, 2 * h * i / 2, 2 * h * i / 2]  # FLOP shares of the three shapes in a layer
-    load = os.getloadavg()
     start_up = import_seconds(FLAGS.import_runs)
-    print(f"{FLAGS.model}: {len(unique)} distinct sentences, {real} tokens, {padded} after padding at batch "
-          f"{FLAGS.batch_size} sorted by token count; {flops / 1e12:.2f} TFLOP of matmuls "
-          f"({config.num_layers} layers, hidden {h}, intermediate {i})")
-    print(f"import tensorflow in a fresh interpreter: {start_up:.1f} s (fastest of {FLAGS.import_runs})")
-    floors = {}
+    lines = [f"{FLAGS.model}: {len(unique)} distinct sentences, {real} tokens, {padded} after padding at batch "
+             f"{FLAGS.batch_size} sorted by token count; {flops / 1e12:.2f} TFLOP of matmuls "
+             f"({config.num_layers} layers, hidden {h}, intermediate {i})",
+             f"import tensorflow in a fresh interpreter: {start_up:.1f} s (fastest of {FLAGS.import_runs})"]
+    for line in lines:
+        print(line, flush=True)
+    table = ["| precision | best matmul rate (GFLOP/s) | matmul time | TensorFlow import | floor |",
+             "| --- | --- | --- | --- | --- |"]
+    floors, measurements = {}, {}
     for precision in FLAGS.precisions:
         measured = {(m, k, n): matmul_rate(m, k, n, _DTYPES[precision], FLAGS.repeats)
                     for m in rows for k, n in shapes}
@@ -160,20 +175,36 @@ def main(argv):
         # Time of the job's matmuls at each shape's best rate, shares weighted by FLOPs.
         seconds = sum(flops * w / sum(weights) / r for w, r in zip(weights, rates))
         floors[precision] = start_up + seconds
-        print(f"{precision}: matmul [M, K] x [K, N] GFLOP/s (best of {FLAGS.repeats}): "
-              + "; ".join(f"M={m}: " + ", ".join(f"{k}x{n} {measured[(m, k, n)] / 1e9:.0f}" for k, n in shapes)
-                          for m in rows)
-              + f" -> the job's matmuls at the best of these {seconds:.1f} s; floor (import + matmuls) "
-              f"{floors[precision]:.1f} s")
-    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in load)}; "
-          f"at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        measurements[precision] = {"gflops": {f"{m}x{k}x{n}": rate / 1e9 for (m, k, n), rate in measured.items()},
+                                   "matmul_seconds": seconds, "floor_seconds": floors[precision]}
+        lines.append(f"{precision}: matmul [M, K] x [K, N] GFLOP/s (best of {FLAGS.repeats}): "
+                     + "; ".join(f"M={m}: " + ", ".join(f"{k}x{n} {measured[(m, k, n)] / 1e9:.0f}" for k, n in shapes)
+                                 for m in rows)
+                     + f" -> the job's matmuls at the best of these {seconds:.1f} s; floor (import + matmuls) "
+                     f"{floors[precision]:.1f} s")
+        print(lines[-1], flush=True)
+        table.append(f"| {precision} | {min(rates) / 1e9:.0f}-{max(rates) / 1e9:.0f} | {seconds:.1f} s | "
+                     f"{start_up:.1f} s | {floors[precision]:.1f} s |")
+    lines.append(f"load average at the start: {load.load1:.2f}; at the end: "
+                 f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(lines[-1])
     for precision, (ours, theirs) in reference.items():
         for floor_precision, floor in floors.items():
-            print(f"sentence-transformers' {precision} job: {theirs:.1f} s (median, {FLAGS.vs_json}); the toolkit's "
-                  f"{ours:.1f} s = {ours / theirs:.2f} of it; the {floor_precision} floor {floor:.1f} s = "
-                  f"{floor / theirs:.2f} of it")
+            lines.append(f"sentence-transformers' {precision} job: {theirs:.1f} s (median, {FLAGS.vs_json}); the "
+                         f"toolkit's {ours:.1f} s = {ours / theirs:.2f} of it; the {floor_precision} floor {floor:.1f} "
+                         f"s = {floor / theirs:.2f} of it")
+            print(lines[-1])
+    setting = [f"Setting: `test_sts.py --model={FLAGS.model}`'s job at batch {FLAGS.batch_size}; matmuls at "
+               f"{', '.join(str(m) for m in rows)} rows, the best of {FLAGS.repeats} runs"]
+    body = [*table, "", *[f"- {line}" for line in lines]]
+    harness.write_page(FLAGS.results_dir, "The floor under test_sts.py's time", "bench.sts_floor", body,
+                       {"sentences": len(unique), "tokens": real, "padded_tokens": padded, "flops": flops,
+                        "tensorflow_import_seconds": start_up, "precisions": measurements,
+                        "vs_json": FLAGS.vs_json, "reference_seconds": reference}, load, setting)
+    print(f"written: {FLAGS.results_dir}/README.md, results.json")
     return 0
 
 
 if __name__ == "__main__":
+    define_flags()
     cli.run(main)

@@ -35,8 +35,8 @@ bf16: the toolkit's is `EncoderConfig(precision="bf16")` (`toolkit_encoder`: Ker
 on the backbone's layers, float32 outputs), sentence-transformers' is
 torch.autocast("cpu", dtype=torch.bfloat16).
 
-Writes <out_dir>/vs_sentence_transformers.json (every raw timing, load averages, versions)
-and <out_dir>/vs_sentence_transformers.md (the table), and prints the table.
+Writes the dated results page (the table) and results.json (every raw timing, load averages,
+versions) to --results_dir, and prints the table.
 """
 
 from __future__ import annotations
@@ -55,43 +55,49 @@ from absl import app, flags
 
 from common import cli
 
-from bench.machine import machine_busy_ticks, other_cores, process_ticks
+from bench import harness
+from bench.harness import machine_busy_ticks, other_cores, process_ticks
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PRECISIONS = ("fp32", "bf16")
 MEASUREMENTS = ("encode", "train", "sts")
 HEADLINE = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
 
-flags.DEFINE_string("data_path", "data", "Data root (holds downstream/).")
-flags.DEFINE_string("sts_data_path", None, "Data root of the end-to-end STS job; defaults to --data_path.")
-flags.DEFINE_string("reference_python", ".venv-ref/bin/python",
-                    "Python of the reference environment (`make reference-env`).")
-flags.DEFINE_string("out_dir", "artifacts/bench", "Where the JSON and the Markdown table are written.")
-flags.DEFINE_integer("threads", 2, "Threads of both sides (intra- and inter-op).", lower_bound=1)
-flags.DEFINE_integer("rounds", 5, "Rounds; each runs every figure on both sides.", lower_bound=1)
-flags.DEFINE_integer("sts_rounds", None, "Rounds of the end-to-end STS job (minutes each); defaults to --rounds.",
-                     lower_bound=1)
-flags.DEFINE_float("max_load", 0.5, "Refuse to start when the 1-minute load average exceeds this.")
-flags.DEFINE_bool("allow_loaded", False, "Run on a loaded machine anyway; the table is then marked LOADED.")
-flags.DEFINE_list("measure", list(MEASUREMENTS), f"Which figures to measure: {', '.join(MEASUREMENTS)}.")
-flags.DEFINE_list("precisions", list(PRECISIONS), "Precisions of the encoding and training figures.")
-flags.DEFINE_integer("encode_sentences", 0, "STS-B test sentences to encode; 0 takes all 2,758.", lower_bound=0)
-flags.DEFINE_integer("encode_batch_size", 64, "Encoding batch size.", lower_bound=1)
-flags.DEFINE_integer("encode_max_seq_len", 256, "Encoding max length (MiniLM's own is 256).", lower_bound=8)
-flags.DEFINE_integer("train_batch_size", 64, "Training batch size (pairs per step).", lower_bound=2)
-flags.DEFINE_list("train_max_seq_lens", ["32", "64"], "Training max lengths.")
-flags.DEFINE_integer("train_steps", 10, "Timed training steps per round.", lower_bound=1)
-flags.DEFINE_integer("train_warmup_steps", 2, "Untimed training steps before each timed run.", lower_bound=0)
-flags.DEFINE_float("train_lr", 3e-5, "AdamW learning rate (SimCSE's).")
-flags.DEFINE_float("weight_decay", 0.01, "AdamW weight decay (torch's default).")
-flags.DEFINE_list("sts_precisions", ["fp32", "bf16"], "Precisions of the end-to-end STS job (test_sts.py "
-                  "--precision; torch.autocast on the sentence-transformers side).")
-flags.DEFINE_integer("sts_batch_size", 128, "Encoding batch size of the end-to-end STS job (test_sts.py's default).",
-                     lower_bound=1)
-flags.DEFINE_float("sts_tolerance", 0.01, "Largest accepted |toolkit - sentence-transformers| of a headline "
-                   "Spearman (x100) in the end-to-end job; a larger one is flagged.")
-flags.DEFINE_integer("seed", 0, "Seed of the training batches.")
 FLAGS = flags.FLAGS
+
+
+def define_flags() -> None:
+    """The benchmark's flags, defined when it runs, not at import (see bench/harness.py)."""
+    flags.DEFINE_string("data_path", "data", "Data root (holds downstream/).")
+    flags.DEFINE_string("sts_data_path", None, "Data root of the end-to-end STS job; defaults to --data_path.")
+    flags.DEFINE_string("reference_python", ".venv-ref/bin/python",
+                        "Python of the reference environment (`make reference-env`).")
+    flags.DEFINE_string("results_dir", "docs/benchmarks/vs_sentence_transformers", "Where the results page "
+                        "(README.md, the table) and results.json (every raw timing, load averages, versions) are written.")
+    flags.DEFINE_integer("threads", 2, "Threads of both sides (intra- and inter-op).", lower_bound=1)
+    flags.DEFINE_integer("rounds", 5, "Rounds; each runs every figure on both sides.", lower_bound=1)
+    flags.DEFINE_integer("sts_rounds", None, "Rounds of the end-to-end STS job (minutes each); defaults to --rounds.",
+                         lower_bound=1)
+    flags.DEFINE_float("max_load", 0.5, "Refuse to start when the 1-minute load average exceeds this.")
+    flags.DEFINE_bool("allow_loaded", False, "Run on a loaded machine anyway; the table is then marked LOADED.")
+    flags.DEFINE_list("measure", list(MEASUREMENTS), f"Which figures to measure: {', '.join(MEASUREMENTS)}.")
+    flags.DEFINE_list("precisions", list(PRECISIONS), "Precisions of the encoding and training figures.")
+    flags.DEFINE_integer("encode_sentences", 0, "STS-B test sentences to encode; 0 takes all 2,758.", lower_bound=0)
+    flags.DEFINE_integer("encode_batch_size", 64, "Encoding batch size.", lower_bound=1)
+    flags.DEFINE_integer("encode_max_seq_len", 256, "Encoding max length (MiniLM's own is 256).", lower_bound=8)
+    flags.DEFINE_integer("train_batch_size", 64, "Training batch size (pairs per step).", lower_bound=2)
+    flags.DEFINE_list("train_max_seq_lens", ["32", "64"], "Training max lengths.")
+    flags.DEFINE_integer("train_steps", 10, "Timed training steps per round.", lower_bound=1)
+    flags.DEFINE_integer("train_warmup_steps", 2, "Untimed training steps before each timed run.", lower_bound=0)
+    flags.DEFINE_float("train_lr", 3e-5, "AdamW learning rate (SimCSE's).")
+    flags.DEFINE_float("weight_decay", 0.01, "AdamW weight decay (torch's default).")
+    flags.DEFINE_list("sts_precisions", ["fp32", "bf16"], "Precisions of the end-to-end STS job (test_sts.py "
+                      "--precision; torch.autocast on the sentence-transformers side).")
+    flags.DEFINE_integer("sts_batch_size", 128, "Encoding batch size of the end-to-end STS job (test_sts.py's default).",
+                         lower_bound=1)
+    flags.DEFINE_float("sts_tolerance", 0.01, "Largest accepted |toolkit - sentence-transformers| of a headline "
+                       "Spearman (x100) in the end-to-end job; a larger one is flagged.")
+    flags.DEFINE_integer("seed", 0, "Seed of the training batches.")
 
 
 # === Machine state ===
@@ -467,13 +473,13 @@ def main(argv):
               "versions": versions, "loaded": loads.loaded,
               "load_averages": loads.readings, "raw": raw, "checks": checks}
     table = format_table(record, len(sentences))
-    os.makedirs(FLAGS.out_dir, exist_ok=True)
-    with open(os.path.join(FLAGS.out_dir, "vs_sentence_transformers.json"), "w", encoding="utf-8") as f:
-        json.dump(record, f, indent=2)
-    with open(os.path.join(FLAGS.out_dir, "vs_sentence_transformers.md"), "w", encoding="utf-8") as f:
-        f.write(table + "\n")
+    others = [r["other_cores"] for r in loads.readings if r.get("other_cores") is not None]
+    load_line = (f"Load: {'LOADED' if loads.loaded else 'idle'}; 1-minute load average {first[0]:.2f} at the start"
+                 + (f", other processes used at most {max(others):.2f} cores between any two readings" if others else ""))
+    harness.write_page(FLAGS.results_dir, "Speed against sentence-transformers", "bench.vs_sentence_transformers",
+                       table.split("\n"), record, setting=[load_line])
     print(table)
-    print(f"\nwritten: {FLAGS.out_dir}/vs_sentence_transformers.json, .md")
+    print(f"\nwritten: {FLAGS.results_dir}/README.md, results.json")
     return 0
 
 
@@ -557,4 +563,5 @@ def format_table(record: dict, encoded: int) -> str:
 
 
 if __name__ == "__main__":
+    define_flags()
     cli.run(main)

@@ -43,7 +43,8 @@ Where this differs from the official code, on purpose:
 
 On the grid, anchors never cover the last N mod l_max tokens, and an end cell is as
 likely as any other: in a 4,096-token document (A=2, l_max=512: 8 cells) a quarter of
-the anchors lie within 192 tokens of an edge (bench/declutr_spans.py prints this).
+the anchors lie within 192 tokens of an edge (`span_statistics` counts this; the official
+sampler's shares beside ours: docs/design/span-sampling.md).
 
 All randomness comes from a `np.random.Generator` passed in, drawn in the official
 order (anchor length, cell, start, then each positive's length and start): the same

@@ -1,13 +1,13 @@
 """The bookkeeping of bench/reproduce.py that needs no training: the busy time of a ladder run
-over several invocations, and what each invocation records of the machine's load. (bench.reproduce
-defines absl flags that clash with other benchmarks' in one process, so it is imported in a child.)"""
+over several invocations, and what each invocation records of the machine's load. (The test that
+parses its flags runs in a child process: absl's flags are global to a process.)"""
 
 import json
 import os
 import subprocess
 import sys
 
-from bench import machine
+from bench import harness
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -15,21 +15,22 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def test_busy_seconds_is_the_union_of_the_invocations():
     invocations = {"a": {"start": 0.0, "seconds": 10.0}, "b": {"start": 5.0, "seconds": 10.0},  # overlap: 15
                    "c": {"start": 100.0, "seconds": 5.0}}  # later session: +5
-    assert machine.busy_seconds(invocations) == 20.0
-    assert machine.busy_seconds({}) == 0.0
+    assert harness.busy_seconds(invocations) == 20.0
+    assert harness.busy_seconds({}) == 0.0
 
 
 def test_other_cores_is_machine_busy_minus_own_per_second():
     ticks = os.sysconf("SC_CLK_TCK")
-    assert machine.other_cores((0.0, 0, 0), (10.0, 20 * ticks, 20 * ticks)) == 0.0
-    assert machine.other_cores((0.0, 0, 0), (10.0, 20 * ticks, 10 * ticks)) == 1.0
+    assert harness.other_cores((0.0, 0, 0), (10.0, 20 * ticks, 20 * ticks)) == 0.0
+    assert harness.other_cores((0.0, 0, 0), (10.0, 20 * ticks, 10 * ticks)) == 1.0
 
 
 def test_a_save_records_the_invocation_and_its_other_processes_cpu(tmp_path):
-    code = ("import sys; from bench import reproduce; ladder = reproduce.Ladder(sys.argv[1], 'unused'); "
-            "ladder.scores['raw (mean)'] = {'sts_avg': 1.0}; ladder._save('raw (mean)')")
-    subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, check=True,
-                   env={**os.environ, "PYTHONPATH": ROOT})
+    from bench import reproduce
+
+    ladder = reproduce.Ladder(str(tmp_path), "unused")
+    ladder.scores["raw (mean)"] = {"sts_avg": 1.0}
+    ladder._save("raw (mean)")
     saved = json.load(open(tmp_path / "scores.json"))
     assert saved["raw (mean)"] == {"sts_avg": 1.0}
     (record,) = saved["_meta"]["invocations"].values()
@@ -51,7 +52,7 @@ def test_the_results_page_has_floors_rules_and_a_verdict_per_claim(tmp_path):
         scores[f"supervised 100% seed {seed}"] = {"sts_avg": 70.0 + shift, "stsb_dev": 75.0, "train_seconds": 10.0}
     (tmp_path / "scores.json").write_text(json.dumps(scores))
     code = ("import json, sys; from absl import flags; from bench import reproduce; "
-            "flags.FLAGS(['x', '--percentages=5,100']); "
+            "reproduce.define_flags(); flags.FLAGS(['x', '--percentages=5,100']); "
             "reproduce.write_results(json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], 'python -m bench.reproduce')")
     _run_child(code, str(tmp_path / "scores.json"), str(tmp_path), str(tmp_path / "page"))
     page = (tmp_path / "page" / "README.md").read_text()
@@ -67,10 +68,12 @@ def test_the_results_page_has_floors_rules_and_a_verdict_per_claim(tmp_path):
 
 
 def test_tfidf_cosines_are_one_for_the_same_sentence_and_zero_without_shared_words():
-    code = ("from bench import reproduce; import numpy as np; "
-            "c = reproduce.tfidf_cosines(['a cat sat here', 'dogs run'], ['a cat sat here', 'the sun rose']); "
-            "assert np.allclose(c, [1.0, 0.0]), c")
-    _run_child(code)
+    import numpy as np
+
+    from bench import reproduce
+
+    cosines = reproduce.tfidf_cosines(["a cat sat here", "dogs run"], ["a cat sat here", "the sun rose"])
+    assert np.allclose(cosines, [1.0, 0.0]), cosines
 
 
 def test_pilots_choose_the_lowest_heldout_loss_and_the_page_says_so(tmp_path):
@@ -80,6 +83,7 @@ def test_pilots_choose_the_lowest_heldout_loss_and_the_page_says_so(tmp_path):
 import json, os, sys
 from absl import flags
 from bench import reproduce
+reproduce.define_flags()
 flags.FLAGS(["x", "--percentages=5"])
 root = sys.argv[1]
 ladder = reproduce.Ladder(root, "unused")

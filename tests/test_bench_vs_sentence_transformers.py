@@ -34,7 +34,7 @@ def test_worker_reads_the_sets_test_sts_reads(tmp_path):
 
 def test_refuses_a_loaded_machine(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "bench.vs_sentence_transformers", "--max_load=-1",
-                           f"--out_dir={tmp_path}"], cwd=ROOT, capture_output=True, text=True,
+                           f"--results_dir={tmp_path}"], cwd=ROOT, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": ROOT})
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "Refusing to benchmark" in proc.stderr and "--allow_loaded" in proc.stderr

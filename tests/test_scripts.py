@@ -100,8 +100,8 @@ def test_a_defect_shows_its_traceback_and_exits_1_a_user_error_is_one_line(tmp_p
 
 @pytest.mark.parametrize("script", ["train.py", "export.py", "senteval_eval.py"])
 def test_scripts_start_without_tensorflow_noise(script):
-    # --helpshort imports the script's modules, TensorFlow included (test_sts.py and the declutr_spans
-    # bench are checked where they run TensorFlow ops).
+    # --helpshort imports the script's modules, TensorFlow included (test_sts.py is checked where it
+    # runs TensorFlow ops).
     proc = _run([os.path.join(ROOT, script), "--helpshort"], cwd=ROOT)
     assert proc.stdout.count("--") > 3 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert not any(s in proc.stderr for s in TENSORFLOW_NOISE), proc.stderr
@@ -176,16 +176,3 @@ def test_train_helpfull_groups_flags_by_method(tmp_path):
         assert group in out, group
     # Per-method defaults are shown where they differ.
     assert "pause: 1024" in out and "declutr: 4" in out
-
-
-def test_declutr_spans_bench_prints_its_table():
-    proc = _run(["-m", "bench.declutr_spans", "--draws=200", "--num_tokens=2048", "--max_span_len=256",
-                 "--edge_distances=50"], cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert not any(s in proc.stderr for s in TENSORFLOW_NOISE), proc.stderr
-    rows = [line for line in proc.stdout.splitlines() if line.startswith("| ")]
-    assert rows[0] == "| statistic | ours |" and len(rows) == 10
-    assert any(r.startswith("| anchors within 50 tokens of an edge |") for r in rows)
-    assert any(r.startswith("| anchors within 128 tokens of an edge |") for r in rows)  # l_max / 2
-    proc = _run(["-m", "bench.declutr_spans", "stray"], cwd=ROOT)
-    assert proc.returncode != 0 and "Unexpected arguments" in proc.stderr

@@ -91,10 +91,14 @@ def argparse_flags(path: str) -> List[Flag]:
         if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
             keywords = {k.arg: k.value for k in node.keywords}
             default, help_text = keywords.get("default"), keywords.get("help")
+            kind = {"int": "integer", "float": "float"}.get(getattr(keywords.get("type"), "id", ""), "string")
+            if getattr(keywords.get("action"), "value", "") in ("store_true", "store_false"):
+                kind = "switch"  # `--x` alone; not absl's bool, which also takes --nox
             for arg in node.args:
                 if isinstance(arg, ast.Constant) and str(arg.value).startswith("--"):
-                    found.append(_flag(arg.value[2:], path, "argparse",
-                                       repr(default.value) if isinstance(default, ast.Constant) else "",
+                    found.append(_flag(arg.value[2:], path, kind,
+                                       "required" if getattr(keywords.get("required"), "value", False)
+                                       else repr(default.value) if isinstance(default, ast.Constant) else "",
                                        help_text.value if isinstance(help_text, ast.Constant) else ""))
     return found
 

@@ -243,6 +243,37 @@ def test_a_tflite_export_matches_the_savedmodel(tmp_path):
     assert os.path.getsize(os.path.join(quantized, TFLITE_FILE)) < 0.8 * os.path.getsize(os.path.join(out, TFLITE_FILE))
 
 
+def _check_st(*args, cwd):
+    return subprocess.run([sys.executable, os.path.join(ROOT, "check_sentence_transformers.py"), *args], cwd=cwd,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+
+
+def test_check_sentence_transformers_step_one_writes_this_toolkits_embeddings(tiny_export, tmp_path):
+    """check_sentence_transformers.py, the user tool that checks an export in sentence-transformers: its
+    first step, here (the second needs PyTorch and sentence-transformers, which the suite does not install)."""
+    from check_sentence_transformers import SENTENCES
+
+    reference = tmp_path / "ref.npz"
+    proc = _check_st(f"--folder={tiny_export}", f"--write_reference={reference}", cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    saved = np.load(reference, allow_pickle=True)
+    assert [str(s) for s in saved["sentences"]] == SENTENCES
+    np.testing.assert_allclose(saved["embeddings"], SentenceModel(tiny_export).encode(SENTENCES), atol=1e-6)
+    (tmp_path / "mine.txt").write_text("one sentence\nand another\n")
+    proc = _check_st(f"--folder={tiny_export}", f"--write_reference={reference}",
+                     f"--sentences_file={tmp_path / 'mine.txt'}", cwd=str(tmp_path))
+    assert proc.returncode == 0 and np.load(reference, allow_pickle=True)["embeddings"].shape[0] == 2
+
+
+def test_check_sentence_transformers_refuses_bad_input_in_one_line(tmp_path):
+    proc = _check_st(f"--folder={tmp_path}", cwd=str(tmp_path))
+    assert proc.returncode == 2 and "give exactly one of --write_reference" in proc.stderr
+    proc = _check_st(f"--folder={tmp_path / 'missing'}", f"--write_reference={tmp_path / 'ref.npz'}", cwd=str(tmp_path))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines()[-1].startswith("check_sentence_transformers.py: "), proc.stderr[-1500:]
+    assert not (tmp_path / "ref.npz").exists()
+
+
 def test_export_py_writes_a_folder_and_refuses_bad_input_in_one_line(tmp_path):
     def run(*args):
         return subprocess.run([sys.executable, os.path.join(ROOT, "export.py"), *args], cwd=str(tmp_path),

@@ -220,7 +220,7 @@ def test_scripts_reject_a_bad_precision_in_one_line_with_exit_code_2(script, tmp
                            f"--data_path={data['data_path']}", f"--artifacts_dir={tmp_path}"], cwd=str(tmp_path),
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
     assert proc.returncode == 2, proc.stderr[-2000:]
-    # The last line, as bench/reliability reports it (TensorFlow may log a CUDA probe before it).
+    # The last line, as tools/reliability.py reports it (TensorFlow may log a CUDA probe before it).
     last = proc.stderr.strip().splitlines()[-1]
     assert last == (f"{script}: --precision must be one of fp32, bf16, fp16; got 'fp8'. "
                     "(--verbose shows the traceback)"), proc.stderr[-2000:]

@@ -1,13 +1,17 @@
 """What a user sees when things go wrong: runs each case through the real scripts and prints the table.
 
-    .venv/bin/python -m bench.reliability [--work_dir=/tmp/reliability]
+    .venv/bin/python -m tools.reliability --data_path=data [--work_dir=artifacts/reliability]
 
-Every case is a command a user could type (tiny random BERT, synthetic data written
-under `--work_dir`); the table has the case, the last line on stderr (or the line that
-matters on stdout) and the exit code. The table in docs/reference/errors.md is this
-script's output. Cases that need a failure inside the process (a full disk during publishing) are
-covered by tests (tests/common/test_runs.py, tests/common/test_artifacts.py), named in
-the last rows.
+An acceptance check of the error conventions, and the source of the table in
+docs/reference/errors.md (its rows are this script's output). Every case is a command a user
+could type (tiny random BERT, synthetic data written under `--work_dir`); the table has the
+case, the last line on stderr (or the line that matters on stdout), the exit code and the
+seconds. Each case is a fresh process that imports TensorFlow and most train a tiny model, so
+the whole takes minutes: too long for the test suite, where each behaviour is tested in process
+(tests/common/test_runs.py, tests/common/test_method_contract.py, tests/common/test_files.py,
+tests/test_scripts.py, ...). Cases that need a failure inside the process (a full disk during
+publishing) are covered by tests (tests/common/test_runs.py, tests/common/test_artifacts.py),
+named in the table's last rows.
 """
 
 from __future__ import annotations
@@ -24,9 +28,14 @@ from absl import flags
 
 from common import cli  # first: it quiets TensorFlow's start-up
 
-flags.DEFINE_string("work_dir", "/tmp/reliability", "Scratch directory (deleted and re-created).")
-flags.DEFINE_string("data_path", "data", "Data root with SentEval's downstream/STS (for the test_sts.py cases).")
 FLAGS = flags.FLAGS
+
+
+def define_flags() -> None:
+    """The script's flags, defined when it runs, not at import (as the bench modules' are)."""
+    flags.DEFINE_string("work_dir", "artifacts/reliability", "Scratch directory (deleted and re-created).")
+    flags.DEFINE_string("data_path", "data", "Data root with SentEval's downstream/STS (for the test_sts.py cases).")
+
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -53,7 +62,7 @@ def main(argv):
     del argv
     from common.data.synthetic import write_nli_jsonl, write_sentences
 
-    work = FLAGS.work_dir
+    work = os.path.abspath(FLAGS.work_dir)  # the cases run with it as their working directory
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     train, test_sts = os.path.join(ROOT, "train.py"), os.path.join(ROOT, "test_sts.py")
@@ -124,4 +133,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     cli.run(main)

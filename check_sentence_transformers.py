@@ -3,9 +3,9 @@
 The check runs in two environments, since this project does not depend on PyTorch:
 
     # 1. Here (the project's .venv): this toolkit's embeddings of the test sentences
-    .venv/bin/python bench/check_sentence_transformers.py --folder=exports/run-st --write_reference=ref.npz
+    .venv/bin/python check_sentence_transformers.py --folder=exports/run-st --write_reference=ref.npz
     # 2. Anywhere with PyTorch and sentence-transformers (pip install torch sentence-transformers)
-    python bench/check_sentence_transformers.py --folder=exports/run-st --reference=ref.npz
+    python check_sentence_transformers.py --folder=exports/run-st --reference=ref.npz
 
 Step 2 imports nothing of this project: it reads the sentences and embeddings from the
 .npz, encodes the sentences with `SentenceTransformer(folder, device="cpu")`, prints the
@@ -14,7 +14,7 @@ with 1 when the difference exceeds --atol. `--sentences_file` (one sentence a li
 replaces the built-in sentences in step 1.
 
 argparse, not absl: step 2 runs in an environment that need not have this project's
-dependencies.
+dependencies (copy this one file there).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ SENTENCES = [
 
 
 def _write_reference(folder: str, path: str, sentences_file: str) -> None:
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the repository root, wherever it runs from
     import numpy as np
 
     from common import cli  # noqa: F401  (first: it quiets TensorFlow's start-up)
@@ -91,7 +91,14 @@ def main(argv=None) -> int:
     if bool(args.write_reference) == bool(args.reference):
         parser.error("give exactly one of --write_reference (step 1) and --reference (step 2)")
     if args.write_reference:
-        _write_reference(args.folder, args.write_reference, args.sentences_file)
+        try:
+            _write_reference(args.folder, args.write_reference, args.sentences_file)
+        except (OSError, ValueError) as error:
+            from common.cli import USER_ERRORS
+
+            if not isinstance(error, USER_ERRORS):
+                raise
+            parser.exit(2, f"{parser.prog}: {error}\n")
         return 0
     return _compare(args.folder, args.reference, args.atol, args.batch_size)
 
