@@ -97,7 +97,7 @@ def test_without_a_length_an_encoder_truncates_at_the_models_own_maximum(tmp_pat
     hf = write_hf_bert_dir(str(tmp_path / "hf"), vocab)  # 64 position embeddings, no sentence_bert_config.json
     hub = _hub_names_only_savedmodel(str(tmp_path / "hub"), vocab, positions=48)
     # sentence-transformers' max_seq_length where the model declares one, else the position embeddings.
-    for spec, own in (("minilm", 256), ("tiny", 512), ("bert_tiny", 512), (hf, 64), (hub, 48)):
+    for spec, own in (("minilm", 256), ("random_tiny", 512), ("random_bert_tiny", 512), (hf, 64), (hub, 48)):
         encoder = build_encoder(EncoderConfig(spec=spec))
         assert encoder.model_max_seq_len == encoder.encoder_config.max_seq_len == own, spec
         assert encoder.tokenizer.config.max_seq_len == own, spec
@@ -124,7 +124,7 @@ def test_without_a_length_an_encoder_truncates_at_the_models_own_maximum(tmp_pat
         build_encoder(EncoderConfig(spec=unnamed))
     assert build_encoder(EncoderConfig(spec=unnamed, max_seq_len=24)).tokenizer.config.max_seq_len == 24
     # Sentences are never padded to the maximum: each batch to its own longest.
-    tokens = build_encoder(EncoderConfig(spec="tiny")).tokenize(SENTENCES)
+    tokens = build_encoder(EncoderConfig(spec="random_tiny")).tokenize(SENTENCES)
     assert tokens["token_ids"].shape[1] == int(tf.reduce_max(tf.reduce_sum(tokens["padding_mask"], 1))) < 16
 
 
@@ -132,13 +132,13 @@ def test_the_published_form_of_a_trained_encoder_shares_its_weights_at_the_model
     from common.models.encoder import inference_encoder
 
     long = tf.constant([" ".join(["guitar"] * 60), "a man plays a guitar ."])
-    trained = build_encoder(EncoderConfig(spec="tiny", max_seq_len=16, pad_to_multiple_of=8, seed=3))
+    trained = build_encoder(EncoderConfig(spec="random_tiny", max_seq_len=16, pad_to_multiple_of=8, seed=3))
     view = trained.with_length()
     assert (view.tokenizer.config.max_seq_len, view.tokenizer.config.pad_to_multiple_of) == (512, 1)
     assert view.backbone is trained.backbone and trained.tokenizer.config.max_seq_len == 16
     assert trained.with_length(16).tokenizer.config.max_seq_len == 16
     assert view.with_length() is view
-    full = build_encoder(EncoderConfig(spec="tiny", max_seq_len=512, seed=3))
+    full = build_encoder(EncoderConfig(spec="random_tiny", max_seq_len=512, seed=3))
     np.testing.assert_allclose(view.embed_strings(long), full.embed_strings(long), atol=1e-6)
     assert not np.allclose(trained.embed_strings(long)[0], full.embed_strings(long)[0], atol=1e-3)
     published = inference_encoder(trained)
@@ -149,7 +149,7 @@ def test_the_published_form_of_a_trained_encoder_shares_its_weights_at_the_model
 def test_the_published_form_drops_out_at_the_architectures_rate_not_the_runs():
     from common.models.encoder import inference_encoder
 
-    trained = build_encoder(EncoderConfig(spec="tiny", max_seq_len=16, dropout=0.0, precision="bf16"))
+    trained = build_encoder(EncoderConfig(spec="random_tiny", max_seq_len=16, dropout=0.0, precision="bf16"))
     assert set(_dropout_rates(trained.backbone)) == {0.0} and trained.model_dropout == pytest.approx(0.1)
     published = inference_encoder(trained)
     assert set(_dropout_rates(published.backbone)) == {0.1}

@@ -102,7 +102,7 @@ def test_a_run_is_used_at_the_models_own_length_not_the_one_it_trained_at(tmp_pa
 
     def weights_at(length):
         """The run's weights read by hand into the tiny architecture, truncating at `length`."""
-        encoder = build_encoder(EncoderConfig(spec="tiny", max_seq_len=length, pooling="cls"))
+        encoder = build_encoder(EncoderConfig(spec="random_tiny", max_seq_len=length, pooling="cls"))
         checkpoint = tf.train.Checkpoint(model=tf.train.Checkpoint(encoder=encoder))
         checkpoint.read(os.path.join(run["model_dir"], "weights", "weights")).expect_partial() \
             .assert_existing_objects_matched()
