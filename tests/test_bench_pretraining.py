@@ -2,6 +2,7 @@
 (exactly --method=mlm's), and bench/mlm_throughput.py's table and its one-line errors. (The PyTorch
 side, bench/hf_pretrain.py, runs in the reference environment, which the suite does not install.)"""
 
+import json
 import os
 import subprocess
 import sys
@@ -52,3 +53,15 @@ def test_mlm_throughput_table_gives_medians_spreads_and_the_ratio():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": ROOT}).stdout
     assert "| random_bert_tiny fp32 | 3,000 [2,990-3,010] | 3,300 [3,290-3,310] | 1,500 [1,490-1,510] | 2.00x |" in out
+
+
+def test_hf_pretrain_sizes_are_the_toolkits_fresh_berts_and_their_old_spellings():
+    """bench/hf_pretrain.py runs without TensorFlow, so it keeps its own copy of the shapes and names."""
+    from common.models.encoder import FRESH_BERTS, SPEC_ALIASES
+
+    code = "import json; from bench import hf_pretrain as h; print(json.dumps([h.SHAPES, h.OLD_SIZES]))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": ROOT}).stdout
+    shapes, old_sizes = json.loads(out)
+    assert {k: tuple(v) for k, v in shapes.items()} == FRESH_BERTS
+    assert old_sizes == {old: new for old, new in SPEC_ALIASES.items() if new in FRESH_BERTS}

@@ -71,3 +71,15 @@ def test_tfidf_cosines_are_one_for_the_same_sentence_and_zero_without_shared_wor
             "c = reproduce.tfidf_cosines(['a cat sat here', 'dogs run'], ['a cat sat here', 'the sun rose']); "
             "assert np.allclose(c, [1.0, 0.0]), c")
     _run_child(code)
+
+
+def test_the_floor_of_a_start_pretrained_from_an_old_spelling_is_its_fresh_bert(tmp_path):
+    """A pretrain run of an older version records --encoder=bert_tiny in its config.json."""
+    start = tmp_path / "pretrain"
+    (start / "weights").mkdir(parents=True)
+    (start / "config.json").write_text(json.dumps({"encoder": {"spec": "bert_tiny"}}))
+    code = ("import sys; from bench import reproduce; "
+            "print(reproduce.start_architecture(sys.argv[1]), reproduce.start_architecture('bert_mini'))")
+    out = subprocess.run([sys.executable, "-c", code, str(start)], cwd=ROOT, capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": ROOT}).stdout
+    assert out.split() == ["random_bert_tiny", "random_bert_mini"]

@@ -34,6 +34,17 @@ def test_test_sts_scores_a_spec_and_writes_results(tmp_path):
     assert txt.startswith("sts12=")
 
 
+def test_an_old_spec_spelling_still_works_with_one_notice_and_is_recorded_by_its_new_name(tmp_path):
+    data = write_sts_root(str(tmp_path / "data"))
+    proc = _run([os.path.join(ROOT, "test_sts.py"), "--model=tiny", f"--data_path={data}",
+                 f"--artifacts_dir={tmp_path / 'artifacts'}", "--max_seq_len=32"], cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (notice,) = [line for line in proc.stderr.splitlines() if "is now spelled" in line]
+    assert notice.endswith("--model=tiny is now spelled random_tiny (a freshly initialised 2-layer test BERT with "
+                           "the MiniLM vocabulary, no pretraining); the old name still works.")
+    assert json.load(open(tmp_path / "artifacts" / "test" / "sts_random_tiny.json"))["model"] == "random_tiny"
+
+
 def test_test_sts_rejects_bad_input_clearly(tmp_path):
     proc = _run([os.path.join(ROOT, "test_sts.py"), "--model=nonsense", f"--data_path={tmp_path}"], cwd=str(tmp_path))
     assert proc.returncode == 2 and "Valid forms" in proc.stderr

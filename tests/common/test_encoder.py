@@ -156,3 +156,49 @@ def test_the_published_form_drops_out_at_the_architectures_rate_not_the_runs():
     assert published.encoder_config.precision == "fp32" and published.tokenizer.config.max_seq_len == 512
     for a, b in zip(published.backbone.get_weights(), trained.backbone.get_weights()):
         np.testing.assert_array_equal(a, b)
+
+
+def _notices(caplog):
+    return [r.getMessage() for r in caplog.records if "is now spelled" in r.getMessage()]
+
+
+def test_each_old_spelling_is_the_model_of_its_new_name_with_one_notice_line(monkeypatch, caplog):
+    from common.models import encoder as encoder_lib
+    from common.models.encoder import FRESH_BERTS, SPEC_ALIASES, canonical_spec
+
+    monkeypatch.setattr(encoder_lib, "_NOTICED", set())  # as in a new process
+    assert set(SPEC_ALIASES.values()) == {"tfhub_bert_small", "tfhub_bert_base", "random_tiny", *FRESH_BERTS}
+    with caplog.at_level("WARNING"):
+        for old, new in SPEC_ALIASES.items():
+            assert canonical_spec(old) == canonical_spec(old) == new
+            assert encoder_lib._resolve_spec(old) == encoder_lib._resolve_spec(new), old
+            if new in FRESH_BERTS:  # the same architecture, for the shapes too large to build here
+                assert encoder_lib._fresh_bert_config(new, 30522).hidden_size == FRESH_BERTS[new][1]
+        for spec in ("minilm", "random_bert_tiny", "tfhub_bert_base", "20261122-101500", "some/folder"):
+            assert canonical_spec(spec) == spec
+        # The random specs small enough to build: the same weights under either name, recorded by the new one.
+        for old, new in (("tiny", "random_tiny"), ("bert_tiny", "random_bert_tiny")):
+            by_old = build_encoder(EncoderConfig(spec=old, max_seq_len=16, seed=2))
+            by_new = build_encoder(EncoderConfig(spec=new, max_seq_len=16, seed=2))
+            assert by_old.encoder_config == by_new.encoder_config and by_old.encoder_config.spec == new
+            for a, b in zip(by_old.get_weights(), by_new.get_weights()):
+                np.testing.assert_array_equal(a, b)
+    notices = _notices(caplog)
+    assert len(notices) == len(SPEC_ALIASES)  # one per old name, however often it is met
+    assert "--model=bert_tiny is now spelled random_bert_tiny (a freshly initialised BERT-tiny, no pretraining); " \
+           "the old name still works." in notices
+    assert any(n.startswith("--model=small is now spelled tfhub_bert_small (the pretrained TF Hub") for n in notices)
+
+
+def test_an_unknown_spec_lists_the_new_names_and_says_which_are_pretrained():
+    from common.models.encoder import SPEC_ALIASES
+
+    with pytest.raises(ValueError, match="Unknown encoder spec 'no-such-model'") as error:
+        build_encoder(EncoderConfig(spec="no-such-model"))
+    message = str(error.value)
+    for new in SPEC_ALIASES.values():
+        assert f"'{new}'" in message, new
+    for old in SPEC_ALIASES:
+        assert f"'{old}'" not in message, old
+    pretrained, random = message.index("pretrained:"), message.index("fresh, random (no pretraining):")
+    assert pretrained < message.index("'tfhub_bert_base'") < random < message.index("'random_bert_base'")
