@@ -113,8 +113,9 @@ class EncoderSection:
     """The pretrained encoder a run starts from."""
 
     model: str = option("minilm", "Encoder spec: minilm, tfhub_bert_small, tfhub_bert_base (pretrained), "
-                                  "random_bert_tiny ... random_bert_base (fresh, no pretraining), a run ID, a TF Hub URL, a "
-                                  "Hugging Face BERT or RoBERTa directory or a TF-Hub-format BERT SavedModel.")
+                                  "random_bert_tiny ... random_bert_base (fresh, no pretraining), a run ID, a TF "
+                                  "Hub URL, a Hugging Face BERT or RoBERTa directory or a TF-Hub-format BERT "
+                                  "SavedModel.")
     max_seq_len: int = option(128, "Truncation length in tokens while training, [CLS] and [SEP] included "
                                    "(the published model truncates at the model's own maximum).", lower_bound=2)
     pad_to_multiple_of: int = option(1, "Round batch lengths up to a multiple (use --max_seq_len on TPU).",
