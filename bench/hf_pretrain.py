@@ -4,7 +4,7 @@ Runs where PyTorch and `transformers` are installed and TensorFlow need not be (
 environment of `make reference-env`, or a GPU machine), on the windows `bench/pack_books.py` wrote
 with the toolkit's tokenizer and whole-book split:
 
-    python -m bench.hf_pretrain --windows=artifacts/books_128.npz --size=bert_mini \
+    python -m bench.hf_pretrain --windows=artifacts/books_128.npz --size=random_bert_mini \
         --epochs=20 --batch_size=256 --lrs=5e-4,1e-3,2e-3 --precision=bf16 --out_dir=artifacts/bert_mini_books
 
 Recipe (BERT's, Devlin et al. 2019): 15 % of the real tokens selected, 80 % [MASK] / 10 % random /
@@ -35,10 +35,18 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import time
 
 import numpy as np
 from absl import app, flags
+
+# (layers, hidden size, heads) of Google's small BERTs, as the toolkit's FRESH_BERTS; and their old
+# spellings, as its SPEC_ALIASES. This script runs without TensorFlow, so it cannot import the toolkit's
+# tables; tests/test_bench_pretraining.py checks that these agree with them.
+SHAPES = {"random_bert_tiny": (2, 128, 2), "random_bert_mini": (4, 256, 4), "random_bert_small": (4, 512, 8),
+          "random_bert_medium": (8, 512, 8), "random_bert_base": (12, 768, 12)}
+OLD_SIZES = {name.removeprefix("random_"): name for name in SHAPES}
 
 FLAGS = flags.FLAGS
 
@@ -49,8 +57,9 @@ def define_flags() -> None:
     flags.DEFINE_enum("mode", "pretrain", ["pretrain", "throughput"], "Pretrain a model, or time training steps.")
     flags.DEFINE_string("windows", None, "The .npz written by bench/pack_books.py.")
     flags.DEFINE_string("out_dir", None, "Where the Hugging Face folder and pretraining.json are written (pretrain).")
-    flags.DEFINE_enum("size", "bert_mini", ["bert_tiny", "bert_mini", "bert_small", "bert_medium", "bert_base"],
-                      "Google's small-BERT shape (as the toolkit's fresh BERTs).")
+    flags.DEFINE_enum("size", "random_bert_mini", [*SHAPES, *OLD_SIZES],
+                      "Google's small-BERT shape, by the toolkit's name for a fresh BERT of it (random_bert_tiny ... "
+                      "random_bert_base).")
     flags.DEFINE_integer("epochs", 10, "Passes over the training windows (the full run).")
     flags.DEFINE_integer("batch_size", 256, "Windows per step.")
     flags.DEFINE_list("lrs", ["1e-3"], "Peak learning rates; with several, short pilots choose one on held-out loss.")
@@ -72,9 +81,6 @@ def define_flags() -> None:
     flags.DEFINE_enum("save_dtype", "fp32", ["fp32", "fp16"], "Dtype of the saved weights (fp16 halves the file; the "
                       "toolkit loads either as float32).")
 
-
-SHAPES = {"bert_tiny": (2, 128, 2), "bert_mini": (4, 256, 4), "bert_small": (4, 512, 8),
-          "bert_medium": (8, 512, 8), "bert_base": (12, 768, 12)}
 IGNORE = -100
 
 
@@ -357,6 +363,10 @@ def main(argv):
         raise app.UsageError("--windows is required (the .npz of bench/pack_books.py).")
     if FLAGS.mode == "pretrain" and not FLAGS.out_dir:
         raise app.UsageError("--out_dir is required with --mode=pretrain.")
+    if FLAGS.size in OLD_SIZES:
+        print(f"--size={FLAGS.size} is now spelled {OLD_SIZES[FLAGS.size]}; the old name still works.",
+              file=sys.stderr)
+        FLAGS.size = OLD_SIZES[FLAGS.size]
     import torch
 
     if FLAGS.threads:

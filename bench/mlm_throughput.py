@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.pack_books --data_path=../shared/data          # once: the windows
     make reference-env                                                          # once: PyTorch + transformers
-    .venv/bin/python -m bench.mlm_throughput --data_path=../shared/data --sizes=bert_tiny,bert_mini
+    .venv/bin/python -m bench.mlm_throughput --data_path=../shared/data --sizes=random_bert_tiny,random_bert_mini
 
 Same CPU, same model shape, batch, window (128 tokens) and mask rate (15 %, 80/10/10), in fp32 and
 bf16; rounds alternate toolkit / reference for each setting. The toolkit side is timed twice: its
@@ -39,7 +39,8 @@ def define_flags() -> None:
     flags.DEFINE_string("data_path", "data", "Data root holding documents/gutenberg/books.txt.")
     flags.DEFINE_string("windows", "artifacts/books_128.npz", "The reference side's windows (bench/pack_books.py).")
     flags.DEFINE_string("reference_python", ".venv-ref/bin/python", "Python of the reference environment.")
-    flags.DEFINE_list("sizes", ["bert_tiny", "bert_mini"], "Model shapes (Google's small BERTs).")
+    flags.DEFINE_list("sizes", ["random_bert_tiny", "random_bert_mini"], "Fresh BERTs of Google's small-BERT shapes "
+                      "(random_bert_tiny ... random_bert_base).")
     flags.DEFINE_list("precisions", ["fp32", "bf16"], "Precisions.")
     flags.DEFINE_integer("batch_size", 64, "Windows of 128 tokens per step.")
     flags.DEFINE_integer("rounds", 3, "Timed rounds per side and setting (alternated).")
@@ -95,8 +96,10 @@ def _stats(values: List[float]) -> Dict[str, float]:
 
 
 def measure() -> Dict[str, Dict]:
+    from common.models.encoder import canonical_spec
+
     results = {}
-    for size in FLAGS.sizes:
+    for size in map(canonical_spec, FLAGS.sizes):  # both sides take the new name of an old spelling
         for precision in FLAGS.precisions:
             side = ToolkitSide(size, precision, FLAGS.data_path, FLAGS.batch_size)
             side.time(FLAGS.warmup_steps, repeated=False)

@@ -46,7 +46,7 @@ def pack(data_path: str, max_seq_len: int, heldout_books: int, seed: int) -> dic
     from mlm_tf.config import DEFAULTS
     from mlm_tf.data import pack_windows, read_books, split_books, wordpieces
 
-    tokenizer = build_encoder(EncoderConfig(spec="bert_tiny", max_seq_len=max_seq_len)).tokenizer
+    tokenizer = build_encoder(EncoderConfig(spec="random_bert_tiny", max_seq_len=max_seq_len)).tokenizer
     books = read_books(resolve_sources(DEFAULTS["train_data"], data_path))
     train_docs, held_docs, titles = split_books(books, heldout_books, seed)
     special = dict(cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id, pad_id=tokenizer.pad_id)

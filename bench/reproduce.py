@@ -55,7 +55,8 @@ def define_flags() -> None:
                       "Stages to run (pretrain only without --start).")
     flags.DEFINE_string("start", "", "A pretrained BERT to start every rung from (Hugging Face folder or train.py "
                         "artifact); empty: pretrain --encoder here.")
-    flags.DEFINE_string("encoder", "bert_tiny", "Fresh BERT to pretrain without --start (bert_tiny, bert_mini, ...).")
+    flags.DEFINE_string("encoder", "random_bert_tiny", "Fresh BERT to pretrain without --start (random_bert_tiny, "
+                        "random_bert_mini, ...).")
     flags.DEFINE_integer("pretrain_steps", 1000, "Masked-LM steps (split into --pretrain_epochs; held-out loss each epoch).")
     flags.DEFINE_integer("pretrain_epochs", 4, "Masked-LM epochs (the held-out books are scored at each epoch end).")
     flags.DEFINE_integer("pretrain_batch", 64, "Masked-LM windows (of 128 tokens) per step.")
@@ -288,10 +289,11 @@ def tfidf_cosines(first, second):
 
 def start_architecture(start: str) -> str:
     """The spec of a randomly initialised copy of the start's architecture (the floor rows)."""
-    from common.models.encoder import FRESH_BERTS, is_artifact_dir
+    from common.models.encoder import FRESH_BERTS, canonical_spec, is_artifact_dir
 
-    if start in FRESH_BERTS:
-        return start
+    spec = canonical_spec(start)  # a run's config.json may name it by an old spelling
+    if spec in FRESH_BERTS:
+        return spec
     if is_artifact_dir(start):
         with open(os.path.join(start, "config.json")) as f:
             return start_architecture(json.load(f)["encoder"]["spec"])

@@ -70,8 +70,8 @@ class SentenceModel:
     """A sentence encoder loaded from any `--model` value.
 
     Args:
-        model: str. An encoder spec ("minilm", "tiny", "bert_tiny", "small", a TF
-            Hub URL, ...), a run ID `YYYYMMDD-HHMMSS` or "latest" under
+        model: str. An encoder spec ("minilm", "random_tiny", "random_bert_tiny",
+            "tfhub_bert_small", a TF Hub URL, ...), a run ID `YYYYMMDD-HHMMSS` or "latest" under
             `artifacts_dir`, or a local or `gs://` path (a run's artifact
             directory, an embedding SavedModel, a TF-Hub-format BERT or a Hugging
             Face BERT directory). The same values as `test_sts.py --model`.

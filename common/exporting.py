@@ -16,6 +16,7 @@ import tensorflow as tf
 from common import artifacts
 from common.errors import UserError
 from common.models.bpe_tokenization import ByteLevelBpeTokenizer
+from common.models.encoder import canonical_spec
 
 FORMATS = ("sentence-transformers", "tflite")
 EXPORT_RECORD = "export.json"
@@ -111,7 +112,7 @@ def export_model(config: ExportConfig) -> Dict[str, Any]:
             write_sentence_transformers(encoder, tmp)
 
     record: Dict[str, Any] = {
-        "source": config.model,
+        "source": canonical_spec(config.model),  # a spec under its new name
         "format": config.format,
         "encoder": dataclasses.asdict(encoder.encoder_config),
         "packages": package_versions(),

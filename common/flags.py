@@ -36,7 +36,8 @@ def define_model_flags(default_model: str = "minilm", batch_size: bool = True) -
     flags.DEFINE_string(
         "model", default_model,
         "Run ID under --artifacts_dir/model, a local or gs:// path, or an encoder spec "
-        "(minilm, small, base, a TF Hub URL, a Hugging Face BERT or RoBERTa directory).")
+        "(minilm, tfhub_bert_small, tfhub_bert_base: pretrained; random_bert_tiny ... random_bert_base: fresh, "
+        "no pretraining; a TF Hub URL, a Hugging Face BERT or RoBERTa directory).")
     define_artifact_flags()
     flags.DEFINE_enum("model_location", "local", MODEL_LOCATIONS,
                       "Where run IDs live: local (--artifacts_dir) or gcs (gs://<--gcs_bucket>/model/<ID>).")

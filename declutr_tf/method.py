@@ -59,7 +59,7 @@ def make_data(config: TrainConfig, model):
 
 def smoke(directory: str):
     # A clip small enough to bind, so that a clip applied per replica would show.
-    return {"model": "tiny", "train_data": (write_documents(os.path.join(directory, "documents.txt")),),
+    return {"model": "random_tiny", "train_data": (write_documents(os.path.join(directory, "documents.txt")),),
             "data_path": directory, "batch_size": 2, "max_seq_len": 32, "min_span_len": 8, "max_span_len": 32,
             "clip_norm": 0.5}
 

@@ -11,7 +11,7 @@ from common.training.config import option
 # Gutenberg books, AdamW with weight decay 0.01 (BERT's), 5 % warm-up, linear decay, clip 1.
 # Dropout off: a pretraining budget this small is far from overfitting, and the runs that start from
 # the result train with the architecture's own rate (0.1), never this run's.
-DEFAULTS = {"model": "bert_tiny", "train_data": ("documents/gutenberg/books.txt",), "batch_size": 64,
+DEFAULTS = {"model": "random_bert_tiny", "train_data": ("documents/gutenberg/books.txt",), "batch_size": 64,
             "max_seq_len": 128, "train_steps_per_epoch": 1000, "train_lr": 5e-4, "warmup_fraction": 0.05,
             "weight_decay": 0.01, "clip_norm": 1.0, "dropout": 0.0}
 

@@ -86,7 +86,8 @@ def make_data(config: TrainConfig, model):
 
 
 def smoke(directory: str):
-    return {"model": "tiny", "train_data": (write_documents(os.path.join(directory, "documents.txt"), n=8, words=120),),
+    documents = write_documents(os.path.join(directory, "documents.txt"), n=8, words=120)
+    return {"model": "random_tiny", "train_data": (documents,),
             "data_path": directory, "batch_size": 4, "max_seq_len": 32, "heldout_books": 2, "heldout_windows": 8}
 
 

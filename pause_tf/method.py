@@ -94,7 +94,7 @@ def make_data(config: TrainConfig, model):
 
 
 def smoke(directory: str):
-    return {"model": "tiny", "train_data": (write_nli_jsonl(os.path.join(directory, "nli.jsonl")),),
+    return {"model": "random_tiny", "train_data": (write_nli_jsonl(os.path.join(directory, "nli.jsonl")),),
             "data_path": directory, "batch_size": 8, "max_seq_len": 16, "pos_sample_prec": 30.0}
 
 

@@ -74,7 +74,7 @@ def make_data(config: TrainConfig, model):
 
 
 def smoke(directory: str):
-    return {"model": "tiny", "train_data": (write_sentences(os.path.join(directory, "sentences.txt")),),
+    return {"model": "random_tiny", "train_data": (write_sentences(os.path.join(directory, "sentences.txt")),),
             "data_path": directory, "batch_size": 8, "max_seq_len": 16}
 
 

@@ -22,7 +22,7 @@ def data_path() -> str:
 def tiny_encoder():
     from common.models.encoder import EncoderConfig, build_encoder
 
-    return build_encoder(EncoderConfig(spec="tiny", max_seq_len=32, seed=1))
+    return build_encoder(EncoderConfig(spec="random_tiny", max_seq_len=32, seed=1))
 
 
 @pytest.fixture(scope="session")

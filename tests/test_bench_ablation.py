@@ -63,13 +63,13 @@ def test_a_run_on_tiny_data_writes_its_results_page(tmp_path):
         write_senteval_snli(data, split)
     write_trec(data)
     page = tmp_path / "page"
-    proc = _run("--method=simcse", "--model=tiny", f"--data_path={data}", f"--artifacts_dir={tmp_path / 'art'}",
+    proc = _run("--method=simcse", "--model=random_tiny", f"--data_path={data}", f"--artifacts_dir={tmp_path / 'art'}",
                 f"--results_dir={page}", "--steps=2", "--poolings=mean", cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = (page / "README.md").read_text()
     assert "Written by `bench/ablation.py`; do not edit by hand." in text
-    assert "- Command: `python -m bench.ablation --method=simcse --model=tiny" in text
-    assert "- Load: 1-minute load average" in text and "- Setting: unsup SimCSE from tiny, 2 steps" in text
+    assert "- Command: `python -m bench.ablation --method=simcse --model=random_tiny" in text
+    assert "- Load: 1-minute load average" in text and "- Setting: unsup SimCSE from random_tiny, 2 steps" in text
     assert "| untrained tiny |" in text and "| unsup SimCSE, --pooling=mean |" in text
     results = json.load(open(page / "results.json"))
     assert results["method"] == "simcse" and results["settings"]["poolings"] == ["mean"]

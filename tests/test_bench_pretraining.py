@@ -2,6 +2,7 @@
 (exactly --method=mlm's), and bench/mlm_throughput.py's table and its one-line errors. (The PyTorch
 side, bench/hf_pretrain.py, runs in the reference environment, which the suite does not install.)"""
 
+import json
 import os
 import subprocess
 import sys
@@ -20,7 +21,7 @@ def test_pack_books_writes_the_windows_of_the_masked_lm_method(tmp_path):
 
     books = write_documents(str(tmp_path / "documents" / "gutenberg" / "books.txt"), n=6, words=150)
     arrays = pack(str(tmp_path), max_seq_len=32, heldout_books=2, seed=0)
-    tokenizer = build_encoder(EncoderConfig(spec="bert_tiny", max_seq_len=32)).tokenizer
+    tokenizer = build_encoder(EncoderConfig(spec="random_bert_tiny", max_seq_len=32)).tokenizer
     train, held, titles = split_books(read_books([books]), 2, 0)
     ids, mask = pack_windows(wordpieces(tokenizer, train), 32, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
     np.testing.assert_array_equal(arrays["train_ids"], ids)
@@ -47,8 +48,20 @@ def test_mlm_throughput_without_windows_or_reference_env_is_one_line_and_exit_2(
 def test_mlm_throughput_table_gives_medians_spreads_and_the_ratio():
     code = ("from bench import mlm_throughput as m; "
             "s = lambda v: {'median': v, 'min': v - 10, 'max': v + 10}; "
-            "print(m.table({'bert_tiny fp32': {'toolkit': s(3000.0), 'toolkit_step_only': s(3300.0), "
+            "print(m.table({'random_bert_tiny fp32': {'toolkit': s(3000.0), 'toolkit_step_only': s(3300.0), "
             "'reference': s(1500.0)}}))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": ROOT}).stdout
-    assert "| bert_tiny fp32 | 3,000 [2,990-3,010] | 3,300 [3,290-3,310] | 1,500 [1,490-1,510] | 2.00x |" in out
+    assert "| random_bert_tiny fp32 | 3,000 [2,990-3,010] | 3,300 [3,290-3,310] | 1,500 [1,490-1,510] | 2.00x |" in out
+
+
+def test_hf_pretrain_sizes_are_the_toolkits_fresh_berts_and_their_old_spellings():
+    """bench/hf_pretrain.py runs without TensorFlow, so it keeps its own copy of the shapes and names."""
+    from common.models.encoder import FRESH_BERTS, SPEC_ALIASES
+
+    code = "import json; from bench import hf_pretrain as h; print(json.dumps([h.SHAPES, h.OLD_SIZES]))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": ROOT}).stdout
+    shapes, old_sizes = json.loads(out)
+    assert {k: tuple(v) for k, v in shapes.items()} == FRESH_BERTS
+    assert old_sizes == {old: new for old, new in SPEC_ALIASES.items() if new in FRESH_BERTS}

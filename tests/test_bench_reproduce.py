@@ -97,7 +97,7 @@ def run(name, method, settings, evaluator=None):
               open(os.path.join(out, "config.json"), "w"))
     return out
 ladder.run = run
-assert ladder.pilots({"model": "bert_tiny"}, ["0.0005", "0.001", "0.002"], 7) == 0.001
+assert ladder.pilots({"model": "random_bert_tiny"}, ["0.0005", "0.001", "0.002"], 7) == 0.001
 scores = json.load(open(os.path.join(root, "scores.json")))
 scores["pretrain"] = {"train_seconds": 100.0, "settings": {"batch_size": 64, "train_epochs": 4,
                                                             "train_steps_per_epoch": 10},
@@ -114,3 +114,14 @@ print("\n".join(reproduce._start_lines(scores)))
     assert "STS-B dev (mean pooling) 60.50" in text
     assert "Peak learning rate 0.001, the lowest held-out loss of 7-step pilots (0.0005: 6.200 (STS-B dev 30.00)" in text
     assert "0.002: 6.500;" in text  # a pilot without an STS-B dev score
+
+
+def test_the_floor_of_a_start_pretrained_from_an_old_spelling_is_its_fresh_bert(tmp_path):
+    """A pretrain run of an older version records --encoder=bert_tiny in its config.json."""
+    start = tmp_path / "pretrain"
+    (start / "weights").mkdir(parents=True)
+    (start / "config.json").write_text(json.dumps({"encoder": {"spec": "bert_tiny"}}))
+    from bench import reproduce
+
+    assert [reproduce.start_architecture(str(start)), reproduce.start_architecture("bert_mini")] == [
+        "random_bert_tiny", "random_bert_mini"]

@@ -22,29 +22,40 @@ def _run(args, cwd):
 
 def test_test_sts_scores_a_spec_and_writes_results(tmp_path):
     data = write_sts_root(str(tmp_path / "data"))
-    proc = _run([os.path.join(ROOT, "test_sts.py"), "--model=tiny", f"--data_path={data}",
+    proc = _run([os.path.join(ROOT, "test_sts.py"), "--model=random_tiny", f"--data_path={data}",
                  f"--artifacts_dir={tmp_path / 'artifacts'}", "--max_seq_len=32"], cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "sts12" in proc.stdout and "avg" in proc.stdout
-    result = json.load(open(tmp_path / "artifacts" / "test" / "sts_tiny.json"))
-    assert result["model"] == "tiny"
+    result = json.load(open(tmp_path / "artifacts" / "test" / "sts_random_tiny.json"))
+    assert result["model"] == "random_tiny"
     assert set(result) >= {"sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr", "avg", "seconds"}
     assert set(result["sts12"]) >= {"all", "mean", "wmean", "subsets"}
-    txt = (tmp_path / "artifacts" / "test" / "sts_tiny.txt").read_text()
+    txt = (tmp_path / "artifacts" / "test" / "sts_random_tiny.txt").read_text()
     assert txt.startswith("sts12=")
+
+
+def test_an_old_spec_spelling_still_works_with_one_notice_and_is_recorded_by_its_new_name(tmp_path):
+    data = write_sts_root(str(tmp_path / "data"))
+    proc = _run([os.path.join(ROOT, "test_sts.py"), "--model=tiny", f"--data_path={data}",
+                 f"--artifacts_dir={tmp_path / 'artifacts'}", "--max_seq_len=32"], cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (notice,) = [line for line in proc.stderr.splitlines() if "is now spelled" in line]
+    assert notice.endswith("--model=tiny is now spelled random_tiny (a freshly initialised 2-layer test BERT with "
+                           "the MiniLM vocabulary, no pretraining); the old name still works.")
+    assert json.load(open(tmp_path / "artifacts" / "test" / "sts_random_tiny.json"))["model"] == "random_tiny"
 
 
 def test_test_sts_rejects_bad_input_clearly(tmp_path):
     proc = _run([os.path.join(ROOT, "test_sts.py"), "--model=nonsense", f"--data_path={tmp_path}"], cwd=str(tmp_path))
     assert proc.returncode == 2 and "Valid forms" in proc.stderr
-    proc = _run([os.path.join(ROOT, "test_sts.py"), "--model=tiny", f"--data_path={tmp_path / 'nope'}"],
+    proc = _run([os.path.join(ROOT, "test_sts.py"), "--model=random_tiny", f"--data_path={tmp_path / 'nope'}"],
                 cwd=str(tmp_path))
     assert proc.returncode == 2 and "docs/data.md" in proc.stderr
     # The message is the last line: no traceback and no TensorFlow start-up lines (CPU features,
     # CUDA stubs, the CUDA driver probe of a CPU-only machine). --verbose shows the traceback.
     assert "Traceback" not in proc.stderr and proc.stderr.strip().splitlines()[-1].startswith("test_sts.py: Data")
     assert not any(s in proc.stderr for s in TENSORFLOW_NOISE), proc.stderr
-    verbose = _run([os.path.join(ROOT, "test_sts.py"), "--model=tiny", f"--data_path={tmp_path / 'nope'}",
+    verbose = _run([os.path.join(ROOT, "test_sts.py"), "--model=random_tiny", f"--data_path={tmp_path / 'nope'}",
                     "--verbose"], cwd=str(tmp_path))
     assert verbose.returncode != 0 and "Traceback" in verbose.stderr
     proc = _run([os.path.join(ROOT, "test_sts.py"), "stray"], cwd=str(tmp_path))
@@ -86,7 +97,7 @@ runpy.run_path(script, run_name="__main__")
 
 def test_a_defect_shows_its_traceback_and_exits_1_a_user_error_is_one_line(tmp_path):
     data = write_sts_root(str(tmp_path / "data"))
-    args = [os.path.join(ROOT, "test_sts.py"), "--model=tiny", f"--data_path={data}"]
+    args = [os.path.join(ROOT, "test_sts.py"), "--model=random_tiny", f"--data_path={data}"]
     internal = _run(["-c", INJECT, "internal", *args], cwd=str(tmp_path))
     assert internal.returncode == 1, internal.stderr[-2000:]
     assert "Traceback" in internal.stderr and "in resolve_model" in internal.stderr
@@ -126,7 +137,7 @@ def test_train_then_load_plainly_then_score(tmp_path):
     data = write_sts_root(str(tmp_path / "data"))
     write_senteval_snli(data, "dev", n=60)
     artifacts = tmp_path / "artifacts"
-    proc = _run([os.path.join(ROOT, "train.py"), "--model=tiny", "--train_data=senteval:dev", f"--data_path={data}",
+    proc = _run([os.path.join(ROOT, "train.py"), "--model=random_tiny", "--train_data=senteval:dev", f"--data_path={data}",
                  "--train_epochs=1", "--train_steps_per_epoch=3", "--batch_size=8", "--max_seq_len=16",
                  "--pos_sample_prec=5", f"--artifacts_dir={artifacts}"], cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]

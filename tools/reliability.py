@@ -69,7 +69,8 @@ def main(argv):
     sentences = write_sentences(os.path.join(work, "sentences.txt"))
     nli = write_nli_jsonl(os.path.join(work, "nli.jsonl"))
     art = os.path.join(work, "artifacts")
-    tiny = ["--model=tiny", "--max_seq_len=16", "--batch_size=8", f"--artifacts_dir={art}", "--noeval_each_epoch"]
+    tiny = ["--model=random_tiny", "--max_seq_len=16", "--batch_size=8", f"--artifacts_dir={art}",
+            "--noeval_each_epoch"]
     simcse = [train, "--method=simcse", f"--train_data={sentences}", "--train_steps_per_epoch=2", "--train_epochs=1",
               *tiny]
     pause = [train, "--method=pause", f"--train_data={nli}", "--train_steps_per_epoch=2", "--train_epochs=1", *tiny]

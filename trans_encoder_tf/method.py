@@ -407,7 +407,7 @@ def smoke(directory: str):
             a = f"a {nouns[i % 6]} {verbs[i % 4]} in the park ."
             b = f"the {nouns[(i * 5) % 6]} {verbs[(i + i // 6) % 4]} near a tree ."
             f.write(f"{a}\t{b}\n")
-    return {"model": "tiny", "pairs": path, "data_path": directory, "batch_size": 4, "cross_batch_size": 4,
+    return {"model": "random_tiny", "pairs": path, "data_path": directory, "batch_size": 4, "cross_batch_size": 4,
             "max_seq_len": 16, "cross_max_seq_len": 24, "cycles": 1}
 
 

@@ -21,8 +21,8 @@ from common import artifacts
 from common.artifacts import LATEST, model_path
 from common.errors import UserError
 from common.evaluation.embedding import embed_sentences, score_sentence_pairs
-from common.models.encoder import (VALID_SPECS_HELP, EncoderConfig, SentenceEncoder, build_encoder, is_artifact_dir,
-                                   is_hf_bert_dir, is_saved_model_dir)
+from common.models.encoder import (VALID_SPECS_HELP, EncoderConfig, SentenceEncoder, build_encoder, canonical_spec,
+                                   is_artifact_dir, is_hf_bert_dir, is_saved_model_dir)
 from common.models.export import CROSS_INPUTS, CROSS_OUTPUT, LENGTH_ATTRIBUTE, SERVING_INPUT, SERVING_OUTPUT
 from common.models.precision import DEFAULT_PRECISION, check_precision, is_mixed
 
@@ -262,7 +262,8 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
             a local or `gs://` path (an artifact directory, an embedding
             SavedModel, a TF-Hub-format BERT or a Hugging Face BERT directory, a
             `.tflite` file or a folder holding `model.tflite`), or an encoder
-            spec ("minilm", "small", "base", a TF Hub URL, "tiny").
+            spec ("minilm", "tfhub_bert_small", "random_bert_tiny", a TF Hub URL, ...;
+            `common.models.encoder`).
         artifacts_dir: str. Artifacts root for run IDs. Defaults to "artifacts".
         model_location: str. "local", or "gcs" to read run IDs from
             `gs://<gcs_bucket>/model/<ID>` as the original code did.
@@ -288,6 +289,7 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
     path = model_path(model, artifacts_dir, model_location, gcs_bucket)
     _require_gs_path(path)
     if path is None:
+        model = canonical_spec(model)  # results are named after the spec's new name
         name = safe_name(model)
     elif artifacts.RUN_ID_PATTERN.match(model) or model == LATEST:
         name = path.rstrip("/").rsplit("/", 1)[-1]

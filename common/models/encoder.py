@@ -8,16 +8,25 @@ Specs (`EncoderConfig.spec`):
     `1_Pooling/config.json` and `sentence_bert_config.json` are honoured), or a
     RoBERTa-family one (`config.json` with `model_type` "roberta",
     `model.safetensors`, `vocab.json` + `merges.txt` or `tokenizer.json`);
-  - "small", "base": the TF Hub BERT handles of the original PAUSE code, any
-    TF Hub URL, or a local/`gs://` TF-Hub-format BERT SavedModel;
-  - "bert_tiny", "bert_mini", "bert_small", "bert_medium", "bert_base" (Google's
-    small-BERT shapes, L-2/H-128 ... L-12/H-768) or a `bert_config.json` file: a
-    freshly initialised BERT (truncated normal 0.02, seeded) with the uncased
-    WordPiece vocabulary of the offline package, to pretrain with `--method=mlm`;
+  - pretrained TF Hub BERTs: "tfhub_bert_small" and "tfhub_bert_base" (the TF Hub
+    handles of the original PAUSE code), any TF Hub URL, or a local/`gs://`
+    TF-Hub-format BERT SavedModel;
+  - fresh, randomly initialised BERTs (no pretraining): "random_bert_tiny",
+    "random_bert_mini", "random_bert_small", "random_bert_medium",
+    "random_bert_base" (Google's small-BERT shapes, L-2/H-128 ... L-12/H-768) or
+    a `bert_config.json` file, initialised as BERT is (truncated normal 0.02,
+    seeded), with the uncased WordPiece vocabulary of the offline package, to
+    pretrain with `--method=mlm`;
   - an artifact directory written by train.py (`config.json` + `weights/`): the
     encoder it was trained from, with the trained weights (and the MLM head, when
     the run had one, for a method that continues MLM);
-  - "tiny": a randomly initialised 2-layer BERT with the MiniLM vocabulary, for tests.
+  - "random_tiny": a randomly initialised 2-layer BERT with the MiniLM vocabulary, for tests.
+
+The names before "tfhub_" and "random_" said neither which models were pretrained
+nor which two were different random BERTs ("small" was a pretrained TF Hub BERT,
+"bert_small" a random one; "tiny" and "bert_tiny" two random shapes). Those old
+spellings are still accepted: `canonical_spec` maps them (SPEC_ALIASES) to the names
+above, with a one-line notice, and what a run records is the new name.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from typing import Any, Dict, Mapping, Optional
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from common.errors import UserError
 from common.models import bert as bert_lib
@@ -40,21 +50,21 @@ from common.models.bpe_tokenization import ByteLevelBpeTokenizer, read_bpe_files
 from common.models.tokenization import BertTokenizer, TokenizerConfig, read_vocabulary
 
 VALID_SPECS_HELP = (
-    "valid encoder specs: 'minilm' (offline default), 'tiny' (random, for tests), "
-    "'bert_tiny', 'bert_mini', 'bert_small', 'bert_medium', 'bert_base' or a bert_config.json (fresh, random BERTs "
-    "to pretrain), a run ID or artifact directory of train.py, "
-    "'small' or 'base' (the original TF Hub BERTs), a TF Hub URL (https://tfhub.dev/...), "
+    "valid encoder specs: pretrained: 'minilm' (the offline default), 'tfhub_bert_small' or 'tfhub_bert_base' "
+    "(the original TF Hub BERTs); fresh, random (no pretraining): 'random_bert_tiny', 'random_bert_mini', "
+    "'random_bert_small', 'random_bert_medium', 'random_bert_base' or a bert_config.json (to pretrain), "
+    "'random_tiny' (for tests); a run ID or artifact directory of train.py, a TF Hub URL (https://tfhub.dev/...), "
     "a local or gs:// Hugging Face BERT directory (config.json, model.safetensors, vocab.txt) "
     "or RoBERTa directory (config.json, model.safetensors, vocab.json + merges.txt or tokenizer.json), "
     "or a TF-Hub-format BERT SavedModel directory"
 )
 
-# Architecture of the "tiny" test encoder.
+# Architecture of the "random_tiny" test encoder.
 TINY_BERT = dict(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_position_embeddings=512)
 # Google's small BERTs (Turc et al., 2019; TF Hub small_bert/bert_en_uncased_L-*_H-*_A-*) and BERT-base:
 # (layers, hidden size, attention heads); the feed-forward width is 4 x hidden.
-FRESH_BERTS = {"bert_tiny": (2, 128, 2), "bert_mini": (4, 256, 4), "bert_small": (4, 512, 8),
-               "bert_medium": (8, 512, 8), "bert_base": (12, 768, 12)}
+FRESH_BERTS = {"random_bert_tiny": (2, 128, 2), "random_bert_mini": (4, 256, 4), "random_bert_small": (4, 512, 8),
+               "random_bert_medium": (8, 512, 8), "random_bert_base": (12, 768, 12)}
 # BERT's initializer_range: weights ~ truncated normal (stddev 0.02, cut at 2 stddev).
 BERT_INIT_STDDEV = 0.02
 WEIGHTS_SUBDIR = "weights"
@@ -76,7 +86,8 @@ class EncoderConfig:
         normalize: bool or None. L2-normalise the output embedding; None follows
             the model's `modules.json` (a Normalize module), else False.
         pad_to_multiple_of: int. Round batch lengths up to a multiple of this.
-        seed: int. Initialisation seed of "tiny". Defaults to 0.
+        seed: int. Initialisation seed of the random specs ("random_tiny", the
+            fresh BERTs). Defaults to 0.
         dropout: float or None. Overrides the architecture's dropout rate; None
             keeps it (`SentenceEncoder.model_dropout`).
         precision: str. "fp32", "bf16" or "fp16" (`common.models.precision`): how
@@ -418,11 +429,49 @@ def is_artifact_dir(path: str) -> bool:
     return tf.io.gfile.exists(_join(path, "config.json")) and tf.io.gfile.isdir(_join(path, WEIGHTS_SUBDIR))
 
 
+# The old spellings of specs and their names now. "small"/"base" loaded pretrained TF Hub BERTs
+# while "bert_small"/"bert_base" built random ones, and "tiny" and "bert_tiny" were two different
+# random BERTs; the new names say which. Every entry point resolves specs through `canonical_spec`.
+SPEC_ALIASES = {"small": "tfhub_bert_small", "base": "tfhub_bert_base", "tiny": "random_tiny",
+                "bert_tiny": "random_bert_tiny", "bert_mini": "random_bert_mini", "bert_small": "random_bert_small",
+                "bert_medium": "random_bert_medium", "bert_base": "random_bert_base"}
+# What each renamed spec is, for the notice an old spelling gets.
+SPEC_DESCRIPTIONS = {
+    "tfhub_bert_small": "the pretrained TF Hub small BERT L-2/H-128 of the original PAUSE code",
+    "tfhub_bert_base": "the pretrained TF Hub BERT-base L-12/H-768 of the original PAUSE code",
+    "random_tiny": "a freshly initialised 2-layer test BERT with the MiniLM vocabulary, no pretraining",
+    **{name: f"a freshly initialised BERT-{name.rsplit('_', 1)[1]}, no pretraining" for name in FRESH_BERTS},
+}
+# Old spellings this process has given its notice for (one line each per process).
+_NOTICED: set = set()
+
+
+def canonical_spec(spec: str) -> str:
+    """A spec's current name: an old spelling (SPEC_ALIASES) becomes its new name, with a
+    one-line notice the first time this process meets it; any other spec is returned as is.
+
+    Args:
+        spec: str. An encoder spec, path, run ID or URL.
+
+    Returns:
+        str. The spec as the toolkit records it.
+    """
+    new = SPEC_ALIASES.get(spec) if isinstance(spec, str) else None
+    if new is None:
+        return spec
+    if spec not in _NOTICED:
+        _NOTICED.add(spec)
+        logging.warning("--model=%s is now spelled %s (%s); the old name still works.", spec, new,
+                        SPEC_DESCRIPTIONS[new])
+    return new
+
+
 def _resolve_spec(spec: str) -> tuple[str, str]:
-    """Returns (kind, location) for a spec; kind in {hf, tiny, fresh, hub, artifact}."""
+    """Returns (kind, location) for a spec (old spellings included); kind in {hf, tiny, fresh, hub, artifact}."""
+    spec = canonical_spec(spec)
     if spec == "minilm":
         return "hf", minilm_dir()
-    if spec == "tiny":
+    if spec == "random_tiny":
         return "tiny", minilm_dir()
     if spec in FRESH_BERTS:
         return "fresh", spec
@@ -463,6 +512,7 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
         FileNotFoundError: when a required file is missing.
     """
     precision_lib.check_precision(config.precision)
+    config = dataclasses.replace(config, spec=canonical_spec(config.spec))  # what the encoder records
     kind, location = _resolve_spec(config.spec)
     if kind == "artifact":
         return _artifact_encoder(location, config)

@@ -15,10 +15,10 @@ import tensorflow as tf
 
 from common.errors import UserError
 
-# The TF Hub handles used by the original PAUSE code.
+# The pretrained TF Hub BERTs of the original PAUSE code (its "small" and "base"), by spec.
 TFHUB_HANDLES = {
-    "small": "https://tfhub.dev/tensorflow/small_bert/bert_en_uncased_L-2_H-128_A-2/1",
-    "base": "https://tfhub.dev/tensorflow/bert_en_uncased_L-12_H-768_A-12/3",
+    "tfhub_bert_small": "https://tfhub.dev/tensorflow/small_bert/bert_en_uncased_L-2_H-128_A-2/1",
+    "tfhub_bert_base": "https://tfhub.dev/tensorflow/bert_en_uncased_L-12_H-768_A-12/3",
 }
 
 

@@ -19,6 +19,7 @@ import typing
 from typing import Any, Dict, Optional, Tuple
 
 from common.errors import UserError
+from common.models.encoder import canonical_spec
 from common.models.precision import DEFAULT_PRECISION, PRECISION_HELP, check_precision
 from common.training.distribute import STRATEGIES
 
@@ -111,8 +112,10 @@ class RunSection:
 class EncoderSection:
     """The pretrained encoder a run starts from."""
 
-    model: str = option("minilm", "Encoder spec: minilm, small, base, a TF Hub URL, a Hugging Face BERT or RoBERTa "
-                                  "directory or a TF-Hub-format BERT SavedModel.")
+    model: str = option("minilm", "Encoder spec: minilm, tfhub_bert_small, tfhub_bert_base (pretrained), "
+                                  "random_bert_tiny ... random_bert_base (fresh, no pretraining), a run ID, a TF "
+                                  "Hub URL, a Hugging Face BERT or RoBERTa directory or a TF-Hub-format BERT "
+                                  "SavedModel.")
     max_seq_len: int = option(128, "Truncation length in tokens while training, [CLS] and [SEP] included "
                                    "(the published model truncates at the model's own maximum).", lower_bound=2)
     pad_to_multiple_of: int = option(1, "Round batch lengths up to a multiple (use --max_seq_len on TPU).",
@@ -123,6 +126,10 @@ class EncoderSection:
     # A string flag checked in `validate` rather than an enum flag: absl rejects a bad enum
     # value itself, in two lines with exit code 1, instead of this toolkit's one line and 2.
     precision: str = option(DEFAULT_PRECISION, PRECISION_HELP + " One of fp32, bf16, fp16.")
+
+    def __post_init__(self):
+        # An old spelling of a spec ("bert_tiny") is recorded, and compared on --resume, under its new name.
+        object.__setattr__(self, "model", canonical_spec(self.model))
 
 
 @dataclasses.dataclass(frozen=True)

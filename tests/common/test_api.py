@@ -23,7 +23,7 @@ SENTENCES = ["A man is playing a guitar.", "", "Crème brûlée, isn't it?",
 
 @pytest.fixture(scope="module")
 def tiny_model():
-    return SentenceModel("tiny", max_seq_len=32)
+    return SentenceModel("random_tiny", max_seq_len=32)
 
 
 def _unit(x):
@@ -31,7 +31,7 @@ def _unit(x):
 
 
 def test_encode_equals_resolve_model_embed(tiny_model):
-    want = resolve_model("tiny", max_seq_len=32).embed(SENTENCES, progress=False)
+    want = resolve_model("random_tiny", max_seq_len=32).embed(SENTENCES, progress=False)
     got = tiny_model.encode(SENTENCES)
     assert got.dtype == np.float32 and got.shape == (len(SENTENCES), 32)
     np.testing.assert_allclose(got, want, atol=1e-6)
@@ -60,7 +60,7 @@ def test_encode_takes_what_evaluation_harnesses_pass_as_sentence_transformers_do
     prefixed = tiny_model.encode(["query: " + s for s in SENTENCES])
     assert not np.allclose(prefixed, plain, atol=1e-4)
     np.testing.assert_allclose(tiny_model.encode(SENTENCES, prompt="query: "), prefixed, atol=1e-6)
-    named = SentenceModel("tiny", max_seq_len=32, prompts={"query": "query: ", "passage": "passage: "})
+    named = SentenceModel("random_tiny", max_seq_len=32, prompts={"query": "query: ", "passage": "passage: "})
     np.testing.assert_allclose(named.encode(SENTENCES, prompt_name="query"), prefixed, atol=1e-6)
     np.testing.assert_allclose(named.encode(SENTENCES, prompt_name="passage", prompt="query: "), prefixed,
                                atol=1e-6)  # prompt wins, as in sentence-transformers
@@ -71,7 +71,7 @@ def test_encode_takes_what_evaluation_harnesses_pass_as_sentence_transformers_do
         with pytest.raises(ValueError, match=message):
             tiny_model.encode(SENTENCES, **kwargs)
     with pytest.raises(ValueError, match="prompts must map names to prefix strings"):
-        SentenceModel("tiny", prompts={"query": 1})
+        SentenceModel("random_tiny", prompts={"query": 1})
 
 
 def test_similarity_is_the_cosine_matrix(tiny_model):
@@ -85,7 +85,7 @@ def test_similarity_is_the_cosine_matrix(tiny_model):
     np.testing.assert_allclose(tiny_model.similarity(a, b), want, atol=1e-6)
     np.testing.assert_array_equal(similarity(np.zeros((1, 8)), b), np.zeros((1, 5)))  # no NaN, as sentence-transformers
 
-    embedded = resolve_model("tiny", max_seq_len=32).embed(SENTENCES, progress=False)
+    embedded = resolve_model("random_tiny", max_seq_len=32).embed(SENTENCES, progress=False)
     scores = tiny_model.similarity(tiny_model.encode(SENTENCES), tiny_model.encode(SENTENCES[:2]))
     assert scores.shape == (len(SENTENCES), 2)
     np.testing.assert_allclose(scores, _unit(embedded) @ _unit(embedded[:2]).T, atol=1e-6)

@@ -81,6 +81,6 @@ def test_saved_artifact_has_embedding_model_and_config(tiny_encoder, tmp_path):
     final = save_encoder_artifact(tiny_encoder, artifacts.model_dir(str(tmp_path), run_id), {"method": "none"})
     assert os.path.exists(os.path.join(final, "embedding", "saved_model.pb"))
     config = json.load(open(os.path.join(final, "config.json")))
-    assert config["encoder"]["spec"] == "tiny" and config["method"] == "none"
+    assert config["encoder"]["spec"] == "random_tiny" and config["method"] == "none"
     assert "tensorflow" in config["packages"]
     assert [p for p in os.listdir(tmp_path / "model") if p.startswith(".tmp")] == []

@@ -127,7 +127,7 @@ def _embed_and_grads(encoder, tokens, training):
 
 @pytest.mark.parametrize("training", [False, True])
 def test_bert_layer_equals_keras_hubs_transformer_encoder(training):
-    encoder = build_encoder(EncoderConfig(spec="tiny", max_seq_len=32, seed=3, dropout=0.3))
+    encoder = build_encoder(EncoderConfig(spec="random_tiny", max_seq_len=32, seed=3, dropout=0.3))
     tokens = encoder.tokenize(tf.constant(SENTENCES))
     assert {type(layer).__name__ for layer in encoder.backbone.transformer_layers} == {"BertLayer"}
     ours, our_grads = _embed_and_grads(encoder, tokens, training)
@@ -170,7 +170,7 @@ def _optimized_ops(encoder):
 def test_every_dense_product_of_a_layer_is_one_fused_kernel(precision):
     from common.models.precision import onednn_cpu
 
-    encoder = build_encoder(EncoderConfig(spec="tiny", max_seq_len=32, seed=3, precision=precision))
+    encoder = build_encoder(EncoderConfig(spec="random_tiny", max_seq_len=32, seed=3, precision=precision))
     ops = _optimized_ops(encoder)
     layers = len(encoder.backbone.transformer_layers)
     products = [(op, f) for op, f in ops if op in ("_FusedMatMul", "MatMul", "Einsum")]

@@ -165,27 +165,27 @@ def _cluster_eval(tmp_path, *args):
 
 def test_script_compares_models_and_clusterings_and_writes_pictures(tmp_path):
     data = _questions(tmp_path)
-    proc = _cluster_eval(tmp_path, "--models=tiny,tiny", f"--dataset={data}", "--algorithm=kmeans,hdbscan",
+    proc = _cluster_eval(tmp_path, "--models=random_tiny,random_tiny", f"--dataset={data}", "--algorithm=kmeans,hdbscan",
                          "--reduce=none,pca", "--reduce_dims=4", "--min_cluster_size=5")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "V-measure" in proc.stdout and "noise %" in proc.stdout and proc.stdout.count("tiny ") == 8
+    assert "V-measure" in proc.stdout and "noise %" in proc.stdout and proc.stdout.count("random_tiny ") == 8
     out = tmp_path / "artifacts" / "test"
     for name in ("kmeans-none", "kmeans-pca4", "hdbscan-none", "hdbscan-pca4"):
-        result = json.load(open(out / f"cluster_tiny_questions_{name}.json"))
+        result = json.load(open(out / f"cluster_random_tiny_questions_{name}.json"))
         assert result["k"] == 2 and result["samples"] == 24 and 0 <= result["v_measure"] <= 100, name
         assert 0 <= result["assigned_v_measure"] <= 100 and 0 <= result["noise_percent"] <= 100, name
         assert result["clustering"]["name"] == name and result["clustering"]["min_cluster_size"] == 5
-        assert os.path.getsize(out / f"cluster_tiny_questions_{name}.png") > 5000
-    assert json.load(open(out / "cluster_tiny_questions_kmeans-none.json"))["noise_percent"] == 0
+        assert os.path.getsize(out / f"cluster_random_tiny_questions_{name}.png") > 5000
+    assert json.load(open(out / "cluster_random_tiny_questions_kmeans-none.json"))["noise_percent"] == 0
 
 
 def test_script_with_umap_runs_it_when_installed_else_exits_2_naming_the_make_target(tmp_path):
     data = _questions(tmp_path)
-    proc = _cluster_eval(tmp_path, "--models=tiny", f"--dataset={data}", "--algorithm=hdbscan", "--reduce=umap",
+    proc = _cluster_eval(tmp_path, "--models=random_tiny", f"--dataset={data}", "--algorithm=hdbscan", "--reduce=umap",
                          "--reduce_dims=2", "--umap_neighbors=5", "--min_cluster_size=5")
     if UMAP_INSTALLED:
         assert proc.returncode == 0, proc.stderr[-2000:]
-        result = json.load(open(tmp_path / "artifacts" / "test" / "cluster_tiny_questions_hdbscan-umap2.json"))
+        result = json.load(open(tmp_path / "artifacts" / "test" / "cluster_random_tiny_questions_hdbscan-umap2.json"))
         assert result["clustering"]["reduce"] == "umap" and result["samples"] == 24
     else:
         assert proc.returncode == 2 and "Traceback" not in proc.stderr

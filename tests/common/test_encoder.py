@@ -97,7 +97,7 @@ def test_without_a_length_an_encoder_truncates_at_the_models_own_maximum(tmp_pat
     hf = write_hf_bert_dir(str(tmp_path / "hf"), vocab)  # 64 position embeddings, no sentence_bert_config.json
     hub = _hub_names_only_savedmodel(str(tmp_path / "hub"), vocab, positions=48)
     # sentence-transformers' max_seq_length where the model declares one, else the position embeddings.
-    for spec, own in (("minilm", 256), ("tiny", 512), ("bert_tiny", 512), (hf, 64), (hub, 48)):
+    for spec, own in (("minilm", 256), ("random_tiny", 512), ("random_bert_tiny", 512), (hf, 64), (hub, 48)):
         encoder = build_encoder(EncoderConfig(spec=spec))
         assert encoder.model_max_seq_len == encoder.encoder_config.max_seq_len == own, spec
         assert encoder.tokenizer.config.max_seq_len == own, spec
@@ -124,7 +124,7 @@ def test_without_a_length_an_encoder_truncates_at_the_models_own_maximum(tmp_pat
         build_encoder(EncoderConfig(spec=unnamed))
     assert build_encoder(EncoderConfig(spec=unnamed, max_seq_len=24)).tokenizer.config.max_seq_len == 24
     # Sentences are never padded to the maximum: each batch to its own longest.
-    tokens = build_encoder(EncoderConfig(spec="tiny")).tokenize(SENTENCES)
+    tokens = build_encoder(EncoderConfig(spec="random_tiny")).tokenize(SENTENCES)
     assert tokens["token_ids"].shape[1] == int(tf.reduce_max(tf.reduce_sum(tokens["padding_mask"], 1))) < 16
 
 
@@ -132,13 +132,13 @@ def test_the_published_form_of_a_trained_encoder_shares_its_weights_at_the_model
     from common.models.encoder import inference_encoder
 
     long = tf.constant([" ".join(["guitar"] * 60), "a man plays a guitar ."])
-    trained = build_encoder(EncoderConfig(spec="tiny", max_seq_len=16, pad_to_multiple_of=8, seed=3))
+    trained = build_encoder(EncoderConfig(spec="random_tiny", max_seq_len=16, pad_to_multiple_of=8, seed=3))
     view = trained.with_length()
     assert (view.tokenizer.config.max_seq_len, view.tokenizer.config.pad_to_multiple_of) == (512, 1)
     assert view.backbone is trained.backbone and trained.tokenizer.config.max_seq_len == 16
     assert trained.with_length(16).tokenizer.config.max_seq_len == 16
     assert view.with_length() is view
-    full = build_encoder(EncoderConfig(spec="tiny", max_seq_len=512, seed=3))
+    full = build_encoder(EncoderConfig(spec="random_tiny", max_seq_len=512, seed=3))
     np.testing.assert_allclose(view.embed_strings(long), full.embed_strings(long), atol=1e-6)
     assert not np.allclose(trained.embed_strings(long)[0], full.embed_strings(long)[0], atol=1e-3)
     published = inference_encoder(trained)
@@ -149,10 +149,56 @@ def test_the_published_form_of_a_trained_encoder_shares_its_weights_at_the_model
 def test_the_published_form_drops_out_at_the_architectures_rate_not_the_runs():
     from common.models.encoder import inference_encoder
 
-    trained = build_encoder(EncoderConfig(spec="tiny", max_seq_len=16, dropout=0.0, precision="bf16"))
+    trained = build_encoder(EncoderConfig(spec="random_tiny", max_seq_len=16, dropout=0.0, precision="bf16"))
     assert set(_dropout_rates(trained.backbone)) == {0.0} and trained.model_dropout == pytest.approx(0.1)
     published = inference_encoder(trained)
     assert set(_dropout_rates(published.backbone)) == {0.1}
     assert published.encoder_config.precision == "fp32" and published.tokenizer.config.max_seq_len == 512
     for a, b in zip(published.backbone.get_weights(), trained.backbone.get_weights()):
         np.testing.assert_array_equal(a, b)
+
+
+def _notices(caplog):
+    return [r.getMessage() for r in caplog.records if "is now spelled" in r.getMessage()]
+
+
+def test_each_old_spelling_is_the_model_of_its_new_name_with_one_notice_line(monkeypatch, caplog):
+    from common.models import encoder as encoder_lib
+    from common.models.encoder import FRESH_BERTS, SPEC_ALIASES, canonical_spec
+
+    monkeypatch.setattr(encoder_lib, "_NOTICED", set())  # as in a new process
+    assert set(SPEC_ALIASES.values()) == {"tfhub_bert_small", "tfhub_bert_base", "random_tiny", *FRESH_BERTS}
+    with caplog.at_level("WARNING"):
+        for old, new in SPEC_ALIASES.items():
+            assert canonical_spec(old) == canonical_spec(old) == new
+            assert encoder_lib._resolve_spec(old) == encoder_lib._resolve_spec(new), old
+            if new in FRESH_BERTS:  # the same architecture, for the shapes too large to build here
+                assert encoder_lib._fresh_bert_config(new, 30522).hidden_size == FRESH_BERTS[new][1]
+        for spec in ("minilm", "random_bert_tiny", "tfhub_bert_base", "20261122-101500", "some/folder"):
+            assert canonical_spec(spec) == spec
+        # The random specs small enough to build: the same weights under either name, recorded by the new one.
+        for old, new in (("tiny", "random_tiny"), ("bert_tiny", "random_bert_tiny")):
+            by_old = build_encoder(EncoderConfig(spec=old, max_seq_len=16, seed=2))
+            by_new = build_encoder(EncoderConfig(spec=new, max_seq_len=16, seed=2))
+            assert by_old.encoder_config == by_new.encoder_config and by_old.encoder_config.spec == new
+            for a, b in zip(by_old.get_weights(), by_new.get_weights()):
+                np.testing.assert_array_equal(a, b)
+    notices = _notices(caplog)
+    assert len(notices) == len(SPEC_ALIASES)  # one per old name, however often it is met
+    assert "--model=bert_tiny is now spelled random_bert_tiny (a freshly initialised BERT-tiny, no pretraining); " \
+           "the old name still works." in notices
+    assert any(n.startswith("--model=small is now spelled tfhub_bert_small (the pretrained TF Hub") for n in notices)
+
+
+def test_an_unknown_spec_lists_the_new_names_and_says_which_are_pretrained():
+    from common.models.encoder import SPEC_ALIASES
+
+    with pytest.raises(ValueError, match="Unknown encoder spec 'no-such-model'") as error:
+        build_encoder(EncoderConfig(spec="no-such-model"))
+    message = str(error.value)
+    for new in SPEC_ALIASES.values():
+        assert f"'{new}'" in message, new
+    for old in SPEC_ALIASES:
+        assert f"'{old}'" not in message, old
+    pretrained, random = message.index("pretrained:"), message.index("fresh, random (no pretraining):")
+    assert pretrained < message.index("'tfhub_bert_base'") < random < message.index("'random_bert_base'")

@@ -189,7 +189,7 @@ def test_tfhub_format_encoder_loads_and_trains_through_the_spec_path(tmp_path):
     backbone = _tiny_backbone(seed=3)
     hub_dir = write_tfhub_bert(str(tmp_path / "hub_bert"), backbone, os.path.join(minilm_dir(), "vocab.txt"))
     encoder = build_encoder(EncoderConfig(spec=hub_dir, max_seq_len=32))
-    reference = build_encoder(EncoderConfig(spec="tiny", max_seq_len=32))
+    reference = build_encoder(EncoderConfig(spec="random_tiny", max_seq_len=32))
     reference.backbone.set_weights(backbone.get_weights())
     texts = tf.constant(SENTENCES)
     before = encoder(texts)["embedding"].numpy()

@@ -37,7 +37,7 @@ SENTENCES = ASCII + ["Crème brûlée, isn't it?"]
 @pytest.fixture(scope="module")
 def tiny_export(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("export") / "tiny-st")
-    export_model(ExportConfig(model="tiny", format="sentence-transformers", out=out, max_seq_len=32))
+    export_model(ExportConfig(model="random_tiny", format="sentence-transformers", out=out, max_seq_len=32))
     return out
 
 
@@ -80,7 +80,7 @@ def _approximate_gelu_twin(encoder: SentenceEncoder) -> SentenceEncoder:
 
 
 def test_the_toolkit_loads_its_hugging_face_export_back_to_1e_5(tiny_export):
-    want = SentenceModel("tiny", max_seq_len=32).encode(SENTENCES)
+    want = SentenceModel("random_tiny", max_seq_len=32).encode(SENTENCES)
     reloaded = SentenceModel(tiny_export)
     np.testing.assert_allclose(reloaded.encode(SENTENCES), want, atol=1e-5)
     config = resolve_encoder(tiny_export).encoder_config
@@ -92,13 +92,13 @@ def test_the_toolkit_loads_its_hugging_face_export_back_to_1e_5(tiny_export):
     modules = json.load(open(os.path.join(tiny_export, "modules.json")))
     assert [m["type"].rsplit(".", 1)[1] for m in modules] == ["Transformer", "Pooling"]
     record = json.load(open(os.path.join(tiny_export, "export.json")))
-    assert record["source"] == "tiny" and record["files"]["model.safetensors"] > 0
+    assert record["source"] == "random_tiny" and record["files"]["model.safetensors"] > 0
 
 
 def test_the_exported_checkpoint_reads_right_without_this_toolkit(tiny_export):
     """A NumPy BERT that reads Hugging Face names and layouts (tests/numpy_bert.py) gives our
     token outputs: the keys, transposes and head splits are Hugging Face's, not only our own inverse."""
-    encoder = resolve_encoder("tiny", max_seq_len=32)
+    encoder = resolve_encoder("random_tiny", max_seq_len=32)
     tokens = encoder.tokenize(tf.constant(SENTENCES))
     want = bert_mean_pooled(tiny_export, tokens["token_ids"].numpy(), tokens["padding_mask"].numpy())
     np.testing.assert_allclose(encoder(tf.constant(SENTENCES))["pooled"].numpy(), want, atol=1e-4)
@@ -225,19 +225,19 @@ def test_keras_hub_loads_the_folder(large_weights_export, trained_run, tmp_path)
 def test_a_tflite_export_matches_the_savedmodel(tmp_path):
     from common.models.tflite_export import TFLITE_FILE, TFLiteEmbedder
 
-    want = SentenceModel("tiny", max_seq_len=32).encode(SENTENCES)
+    want = SentenceModel("random_tiny", max_seq_len=32).encode(SENTENCES)
     out = str(tmp_path / "tiny-tflite")
-    record = export_model(ExportConfig(model="tiny", format="tflite", out=out, max_seq_len=32))
+    record = export_model(ExportConfig(model="random_tiny", format="tflite", out=out, max_seq_len=32))
     assert record["quantize"] == "none" and set(record["files"]) == {TFLITE_FILE}
     reloaded = SentenceModel(out)  # --model=<folder> finds model.tflite
     assert reloaded.source.endswith(TFLITE_FILE)
     np.testing.assert_allclose(reloaded.encode(SENTENCES), want, atol=1e-5)
     for batch in (SENTENCES[:1], SENTENCES * 3):  # one interpreter, any batch size
-        np.testing.assert_allclose(reloaded.encode(batch), SentenceModel("tiny", max_seq_len=32).encode(batch),
+        np.testing.assert_allclose(reloaded.encode(batch), SentenceModel("random_tiny", max_seq_len=32).encode(batch),
                                    atol=1e-5)
 
     quantized = str(tmp_path / "tiny-int8")
-    export_model(ExportConfig(model="tiny", format="tflite", out=quantized, quantize="int8", max_seq_len=32))
+    export_model(ExportConfig(model="random_tiny", format="tflite", out=quantized, quantize="int8", max_seq_len=32))
     int8 = TFLiteEmbedder(os.path.join(quantized, TFLITE_FILE))(SENTENCES)
     assert int8.shape == want.shape and 1e-4 < np.abs(int8 - want).max() < 0.1
     assert os.path.getsize(os.path.join(quantized, TFLITE_FILE)) < 0.8 * os.path.getsize(os.path.join(out, TFLITE_FILE))
@@ -280,11 +280,11 @@ def test_export_py_writes_a_folder_and_refuses_bad_input_in_one_line(tmp_path):
                               capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
 
     out = tmp_path / "st"
-    proc = run("--model=tiny", "--format=sentence-transformers", f"--out={out}", "--max_seq_len=32")
+    proc = run("--model=random_tiny", "--format=sentence-transformers", f"--out={out}", "--max_seq_len=32")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert f"next: python test_sts.py --model={out}" in proc.stdout and "| model.safetensors |" in proc.stdout
-    for args, message in [(("--model=tiny", "--format=sentence-transformers", f"--out={out}"), f"--out={out} exists"),
-                          (("--model=tiny", f"--out={tmp_path / 'x'}"), "--format is required")]:
+    for args, message in [(("--model=random_tiny", "--format=sentence-transformers", f"--out={out}"), f"--out={out} exists"),
+                          (("--model=random_tiny", f"--out={tmp_path / 'x'}"), "--format is required")]:
         proc = run(*args)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, (args, proc.stderr[-1500:])
         assert proc.stderr.strip().splitlines()[-1].startswith(f"export.py: {message}"), proc.stderr[-1500:]
@@ -292,12 +292,12 @@ def test_export_py_writes_a_folder_and_refuses_bad_input_in_one_line(tmp_path):
 
 
 @pytest.mark.parametrize("settings,message", [
-    (dict(model="tiny", format="sentence-transformers", quantize="int8"),
+    (dict(model="random_tiny", format="sentence-transformers", quantize="int8"),
      "--quantize=int8 applies to --format=tflite only"),
-    (dict(model="tiny", format="onnx"), "--format must be one of sentence-transformers, tflite"),
+    (dict(model="random_tiny", format="onnx"), "--format must be one of sentence-transformers, tflite"),
     (dict(model="no-such-model", format="tflite"), "Unknown --model 'no-such-model'"),
     (dict(model="{tmp}", format="tflite"), "no encoder to export"),
-    (dict(model="tiny", format="tflite", max_seq_len=1), "--max_seq_len must be >= 2"),
+    (dict(model="random_tiny", format="tflite", max_seq_len=1), "--max_seq_len must be >= 2"),
 ])
 def test_export_settings_that_cannot_work_are_refused_before_anything_is_written(tmp_path, settings, message):
     settings = {**settings, "model": settings["model"].replace("{tmp}", str(tmp_path))}
@@ -312,7 +312,7 @@ def test_hub_backbones_are_refused_with_a_reason(tmp_path):
     class HubLike:
         handle = "https://tfhub.dev/example/bert/1"
 
-    encoder = resolve_encoder("tiny", max_seq_len=32)
+    encoder = resolve_encoder("random_tiny", max_seq_len=32)
     fake = type("HubEncoder", (), {"backbone": HubLike(), "tokenizer": encoder.tokenizer,
                                    "encoder_config": encoder.encoder_config})()
     assert not isinstance(fake.backbone, BertBackbone)

@@ -201,7 +201,7 @@ def test_mini_batch_size_must_divide_the_per_replica_batch():
 
 
 def test_train_py_refuses_a_mini_batch_size_that_does_not_divide_the_batch(tmp_path):
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "train.py"), "--method=simcse", "--model=tiny",
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "train.py"), "--method=simcse", "--model=random_tiny",
                            "--batch_size=8", "--mini_batch_size=3", "--train_steps_per_epoch=1",
                            f"--artifacts_dir={tmp_path}"],
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT}, timeout=300)

@@ -55,7 +55,7 @@ def toy_method():
 
     method = registry.register(registry.Method(
         name="toy", description="A toy.", options=ToyOptions, build_model=build_model, make_data=make_data,
-        smoke=lambda d: {"model": "tiny", "train_data": (write_sentences(os.path.join(d, "s.txt")),)}))
+        smoke=lambda d: {"model": "random_tiny", "train_data": (write_sentences(os.path.join(d, "s.txt")),)}))
     yield method
     registry.unregister("toy")
 
@@ -70,7 +70,7 @@ def _parse(argv):
 def test_a_toy_method_trains_and_resumes_through_the_registry_alone(toy_method, tmp_path):
     data = str(tmp_path / "data")
     sentences = toy_method.smoke(data)["train_data"][0]
-    common = ["--method=toy", "--model=tiny", f"--train_data={sentences}", "--batch_size=4", "--max_seq_len=16",
+    common = ["--method=toy", "--model=random_tiny", f"--train_data={sentences}", "--batch_size=4", "--max_seq_len=16",
               "--train_epochs=1", "--train_steps_per_epoch=2", "--checkpoint_every=1", "--noeval_each_epoch",
               "--target_norm=2.5"]
     full = train(_parse([*common, f"--artifacts_dir={tmp_path / 'a'}"]))
@@ -102,7 +102,7 @@ def test_flags_given_with_resume_are_refused_not_ignored(tmp_path):
     from common import artifacts
     from common.training.runs import RUN_CONFIG_FILE
 
-    config = registry.build_config("simcse", {"model": "tiny"})
+    config = registry.build_config("simcse", {"model": "random_tiny"})
     ckpt = artifacts.checkpoint_dir(str(tmp_path), "20260101-000000")
     os.makedirs(ckpt)
     artifacts.write_json(os.path.join(ckpt, RUN_CONFIG_FILE), config.to_dict())

@@ -22,7 +22,7 @@ COMPUTE = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
 def _tiny(precision, **kwargs):
-    return build_encoder(EncoderConfig(spec="tiny", max_seq_len=16, seed=2, precision=precision, **kwargs))
+    return build_encoder(EncoderConfig(spec="random_tiny", max_seq_len=16, seed=2, precision=precision, **kwargs))
 
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16", "fp16"])
@@ -206,7 +206,7 @@ def test_bad_precision_is_one_clear_error():
     with pytest.raises(ValueError, match=r"--precision must be one of fp32, bf16, fp16; got 'fp8'"):
         check_precision("fp8")
     with pytest.raises(ValueError, match="--precision must be one of"):
-        build_encoder(EncoderConfig(spec="tiny", precision="fp8"))
+        build_encoder(EncoderConfig(spec="random_tiny", precision="fp8"))
 
 
 @pytest.mark.parametrize("script", ["train.py", "test_sts.py"])
@@ -214,8 +214,8 @@ def test_scripts_reject_a_bad_precision_in_one_line_with_exit_code_2(script, tmp
     from common.training import registry
 
     data = registry.get("simcse").smoke(str(tmp_path / "data"))
-    args = ["--method=simcse", "--model=tiny", f"--train_data={data['train_data'][0]}"] if script == "train.py" \
-        else ["--model=tiny"]
+    args = ["--method=simcse", "--model=random_tiny", f"--train_data={data['train_data'][0]}"] if script == "train.py" \
+        else ["--model=random_tiny"]
     proc = subprocess.run([sys.executable, os.path.join(ROOT, script), *args, "--precision=fp8",
                            f"--data_path={data['data_path']}", f"--artifacts_dir={tmp_path}"], cwd=str(tmp_path),
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})

@@ -102,7 +102,7 @@ def test_a_run_is_used_at_the_models_own_length_not_the_one_it_trained_at(tmp_pa
 
     def weights_at(length):
         """The run's weights read by hand into the tiny architecture, truncating at `length`."""
-        encoder = build_encoder(EncoderConfig(spec="tiny", max_seq_len=length, pooling="cls"))
+        encoder = build_encoder(EncoderConfig(spec="random_tiny", max_seq_len=length, pooling="cls"))
         checkpoint = tf.train.Checkpoint(model=tf.train.Checkpoint(encoder=encoder))
         checkpoint.read(os.path.join(run["model_dir"], "weights", "weights")).expect_partial() \
             .assert_existing_objects_matched()
@@ -151,3 +151,40 @@ def test_a_run_is_used_at_the_models_own_length_not_the_one_it_trained_at(tmp_pa
     assert resolve_model(run["run_id"], artifacts_dir=root).source == embedding
     with pytest.raises(FileNotFoundError, match="the start model is gone"):
         resolve_model(run["run_id"], artifacts_dir=root, max_seq_len=32)
+
+
+def test_a_run_whose_config_names_an_old_spec_still_loads_and_resumes(tiny_encoder, tmp_path, monkeypatch, caplog):
+    """What older versions wrote: an artifact's encoder spec "tiny", a run_config.json's --model "bert_tiny"."""
+    import dataclasses
+
+    from common import SentenceModel
+    from common.models import encoder as encoder_lib
+    from common.training import registry
+    from common.training.runs import resume_changes, write_weights
+
+    monkeypatch.setattr(encoder_lib, "_NOTICED", set())  # as in a new process
+    old = str(tmp_path / "old-run")
+    write_weights(tf.train.Checkpoint(model=tf.train.Checkpoint(encoder=tiny_encoder)), old)
+    # Seed 0, not the fixture's 1: the embeddings match only if the run's weights were read.
+    record = {**dataclasses.asdict(tiny_encoder.encoder_config), "spec": "tiny", "seed": 0}
+    artifacts.write_json(os.path.join(old, "config.json"), {"encoder": record})
+    sentences = ["a man plays a guitar .", "stocks fell sharply on monday ."]
+    want = tiny_encoder.embed_strings(tf.constant(sentences)).numpy()
+    with caplog.at_level("WARNING"):
+        for _ in range(2):
+            np.testing.assert_allclose(SentenceModel(old, max_seq_len=32).encode(sentences), want, atol=1e-6)
+        saved = registry.build_config("mlm", {"model": "random_bert_tiny"}).to_dict()
+        saved["encoder"]["model"] = "bert_tiny"
+        loaded = registry.config_from_dict(saved)
+        assert loaded.encoder.model == "random_bert_tiny"  # recorded, and compared on --resume, by the new name
+        resumed = registry.build_config("mlm", {"model": "bert_tiny", "resume": "20261122-101500"})
+        assert resume_changes(loaded, resumed) == {"resume": "20261122-101500"}
+    notices = [r.getMessage() for r in caplog.records if "is now spelled" in r.getMessage()]
+    assert [n.split(" is now")[0] for n in notices] == ["--model=tiny", "--model=bert_tiny"]
+
+
+def test_an_unknown_model_names_the_new_specs():
+    with pytest.raises(ValueError, match=r"Unknown --model 'bert-large'.*run ID.*pretrained: 'minilm'.*"
+                                         r"'tfhub_bert_small'.*'tfhub_bert_base'.*fresh, random \(no pretraining\): "
+                                         r"'random_bert_tiny'.*'random_bert_base'.*'random_tiny'"):
+        resolve_model("bert-large")

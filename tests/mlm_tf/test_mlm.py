@@ -18,7 +18,7 @@ from mlm_tf.data import Books, pack_windows, read_books, split_books
 
 
 def test_fresh_bert_tiny_has_googles_shapes_and_a_seeded_truncated_init():
-    encoder = build_encoder(EncoderConfig(spec="bert_tiny", seed=3))
+    encoder = build_encoder(EncoderConfig(spec="random_bert_tiny", seed=3))
     shapes = {v.path: tuple(v.shape) for v in encoder.backbone.weights}
     assert shapes["backbone/token_embedding/embeddings"] == (30522, 128)
     assert shapes["backbone/position_embedding/embeddings"] == (512, 128)
@@ -30,8 +30,8 @@ def test_fresh_bert_tiny_has_googles_shapes_and_a_seeded_truncated_init():
     assert tok.vocabulary_size == 30522 and (tok.pad_id, tok.cls_id, tok.sep_id, tok.mask_id) == (0, 101, 102, 103)
     kernel = encoder.backbone.transformer_layers[0]._feedforward_intermediate_dense.kernel.numpy()
     assert np.abs(kernel).max() <= 0.04 + 1e-7 and 0.015 < kernel.std() < 0.02  # truncated normal, stddev 0.02
-    again = build_encoder(EncoderConfig(spec="bert_tiny", seed=3))
-    other = build_encoder(EncoderConfig(spec="bert_tiny", seed=4))
+    again = build_encoder(EncoderConfig(spec="random_bert_tiny", seed=3))
+    other = build_encoder(EncoderConfig(spec="random_bert_tiny", seed=4))
     for a, b, c in zip(encoder.get_weights(), again.get_weights(), other.get_weights()):
         np.testing.assert_array_equal(a, b)
     assert not np.allclose(encoder.get_weights()[0], other.get_weights()[0])
@@ -40,7 +40,7 @@ def test_fresh_bert_tiny_has_googles_shapes_and_a_seeded_truncated_init():
 def test_every_fresh_shape_and_a_bert_config_json(tmp_path):
     from common.models.bert import BertConfig
 
-    assert set(FRESH_BERTS) == {"bert_tiny", "bert_mini", "bert_small", "bert_medium", "bert_base"}
+    assert set(FRESH_BERTS) == {"random_bert_tiny", "random_bert_mini", "random_bert_small", "random_bert_medium", "random_bert_base"}
     config = {"vocab_size": 30522, "hidden_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4,
               "intermediate_size": 96, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
               "max_position_embeddings": 128, "type_vocab_size": 2, "initializer_range": 0.02}
@@ -88,7 +88,7 @@ def test_whole_books_are_held_out(tmp_path):
 def test_a_tiny_run_lowers_the_heldout_loss_and_its_artifact_starts_other_methods(tmp_path):
     docs = write_documents(str(tmp_path / "data" / "docs.txt"), n=12, words=200)
     config = registry.build_config("mlm", {
-        "model": "tiny", "train_data": (docs,), "data_path": str(tmp_path / "data"), "batch_size": 8,
+        "model": "random_tiny", "train_data": (docs,), "data_path": str(tmp_path / "data"), "batch_size": 8,
         "max_seq_len": 32, "heldout_books": 2, "heldout_windows": 16, "train_epochs": 2,
         "train_steps_per_epoch": 15, "train_lr": 5e-3, "warmup_fraction": 0.1, "eval_each_epoch": True,
         "artifacts_dir": str(tmp_path / "artifacts")})

@@ -37,7 +37,7 @@ def test_two_process_multi_worker_run_ends_with_identical_weights(tmp_path, extr
     for index in range(2):
         env = {**os.environ, "PYTHONPATH": ROOT, "TF_CONFIG": json.dumps(
             {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})}
-        args = [sys.executable, os.path.join(ROOT, "train.py"), "--model=tiny", "--train_data=senteval:dev",
+        args = [sys.executable, os.path.join(ROOT, "train.py"), "--model=random_tiny", "--train_data=senteval:dev",
                 f"--data_path={data}", "--train_epochs=1", "--train_steps_per_epoch=3", "--batch_size=8",
                 "--max_seq_len=16", "--strategy=multi_worker", "--checkpoint_every=2", "--log_every=1",
                 "--noeval_each_epoch", f"--artifacts_dir={tmp_path / 'artifacts'}", *extra]

@@ -22,7 +22,7 @@ def data_root(tmp_path_factory):
 
 
 def _config(data_root, artifacts_dir, **overrides):
-    base = dict(model="tiny", train_data=("senteval:dev",), data_path=data_root, train_epochs=2,
+    base = dict(model="random_tiny", train_data=("senteval:dev",), data_path=data_root, train_epochs=2,
                 train_steps_per_epoch=4, batch_size=8, max_seq_len=16, pos_sample_prec=30.0,
                 checkpoint_every=3, log_every=1, eval_each_epoch=False, artifacts_dir=str(artifacts_dir))
     return registry.build_config("pause", {**base, **overrides})

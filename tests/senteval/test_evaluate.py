@@ -159,12 +159,12 @@ def _run(args, cwd):
 
 def test_script_main_scores_the_tiny_encoder_and_writes_json(tmp_path):
     data = write_senteval_root(str(tmp_path / "data"))
-    proc = _run(["--model=tiny", f"--data_path={data}", f"--artifacts_dir={tmp_path / 'artifacts'}",
+    proc = _run(["--model=random_tiny", f"--data_path={data}", f"--artifacts_dir={tmp_path / 'artifacts'}",
                  "--max_seq_len=32", "--config=fast", "--tasks=CR,MRPC,SICK-R,STS12,Tense"], cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "avg downstream" in proc.stdout and "CR" in proc.stdout and "Tense" in proc.stdout
-    result = json.load(open(tmp_path / "artifacts" / "test" / "senteval_tiny.json"))
-    assert result["model"] == "tiny" and result["config"]["name"] == "fast"
+    result = json.load(open(tmp_path / "artifacts" / "test" / "senteval_random_tiny.json"))
+    assert result["model"] == "random_tiny" and result["config"]["name"] == "fast"
     assert list(result["tasks"]) == ["CR", "MRPC", "SICK-R", "STS12", "Tense"]
     assert result["averages"]["downstream"]["tasks"] == ["CR", "MRPC", "SICK-R"]
     assert result["averages"]["probing"]["test"] == result["tasks"]["Tense"]["acc"]
@@ -172,25 +172,25 @@ def test_script_main_scores_the_tiny_encoder_and_writes_json(tmp_path):
 
 def test_script_runs_several_configs_on_one_encoding(tmp_path):
     data = write_senteval_root(str(tmp_path / "data"))
-    proc = _run(["--model=tiny", f"--data_path={data}", f"--artifacts_dir={tmp_path / 'artifacts'}",
+    proc = _run(["--model=random_tiny", f"--data_path={data}", f"--artifacts_dir={tmp_path / 'artifacts'}",
                  "--max_seq_len=32", "--config=fast", "--config=pause", "--tasks=CR,SICK-R"], cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    fast = json.load(open(tmp_path / "artifacts" / "test" / "senteval_tiny_fast.json"))
-    pause = json.load(open(tmp_path / "artifacts" / "test" / "senteval_tiny_pause.json"))
+    fast = json.load(open(tmp_path / "artifacts" / "test" / "senteval_random_tiny_fast.json"))
+    pause = json.load(open(tmp_path / "artifacts" / "test" / "senteval_random_tiny_pause.json"))
     assert fast["config"]["name"] == "fast" and pause["config"]["name"] == "pause"
     assert fast["config"]["kfold"] == 5 and pause["config"]["kfold"] == 10
-    assert not os.path.exists(tmp_path / "artifacts" / "test" / "senteval_tiny.json")
+    assert not os.path.exists(tmp_path / "artifacts" / "test" / "senteval_random_tiny.json")
 
 
 def test_script_scores_several_seeds_on_one_encoding_with_their_spread(tmp_path):
     data = write_senteval_root(str(tmp_path / "data"))
-    args = ["--model=tiny", f"--data_path={data}", f"--artifacts_dir={tmp_path / 'artifacts'}", "--max_seq_len=32",
+    args = ["--model=random_tiny", f"--data_path={data}", f"--artifacts_dir={tmp_path / 'artifacts'}", "--max_seq_len=32",
             "--config=fast", "--tasks=CR,MRPC,STS12"]
     proc = _run([*args, "--seed=1111,1112"], cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = tmp_path / "artifacts" / "test"
-    runs = {seed: json.load(open(out / f"senteval_tiny_seed{seed}.json")) for seed in (1111, 1112)}
-    spread = json.load(open(out / "senteval_tiny_seeds.json"))
+    runs = {seed: json.load(open(out / f"senteval_random_tiny_seed{seed}.json")) for seed in (1111, 1112)}
+    spread = json.load(open(out / "senteval_random_tiny_seeds.json"))
     assert runs[1111]["seed"] == 1111 and runs[1112]["seed"] == 1112 and spread["seeds"] == [1111, 1112]
     assert list(spread["tasks"]) == ["CR", "MRPC"]  # STS has no classifier, hence no seed
     for task, r in spread["tasks"].items():

@@ -16,13 +16,13 @@ SENTENCES = ["a man plays a guitar .", "two dogs run outside .", "a child eats a
 
 
 def _model(dropout):
-    encoder = build_encoder(EncoderConfig(spec="tiny", max_seq_len=16, dropout=dropout, seed=2, pooling="cls"))
+    encoder = build_encoder(EncoderConfig(spec="random_tiny", max_seq_len=16, dropout=dropout, seed=2, pooling="cls"))
     return SimcseModel(encoder, mode="unsup", mlp=True)
 
 
 def _mlp(seed, pooling="cls"):
     """The MLP's kernel and bias as SimcseModel initialises them, on a fresh tiny BERT (hidden 32)."""
-    encoder = build_encoder(EncoderConfig(spec="tiny", max_seq_len=16, seed=2, pooling=pooling))
+    encoder = build_encoder(EncoderConfig(spec="random_tiny", max_seq_len=16, seed=2, pooling=pooling))
     model = SimcseModel(encoder, mode="unsup", mlp=True, seed=seed)
     dense = encoder.backbone.pooled_dense
     assert dense.trainable and any(v is dense.kernel for v in model.trainable_variables)
@@ -42,7 +42,7 @@ def test_the_mlp_starts_as_the_official_one_and_its_seed_determines_it():
 
 
 def test_flag_combinations_that_make_no_sense_are_refused():
-    encoder = build_encoder(EncoderConfig(spec="tiny", max_seq_len=16, pooling="mean"))
+    encoder = build_encoder(EncoderConfig(spec="random_tiny", max_seq_len=16, pooling="mean"))
     with pytest.raises(ValueError, match=r"the encoder's pooling must be one of \('cls', 'pooler'\); got 'mean'"):
         SimcseModel(encoder, mlp=True)
 

@@ -63,7 +63,7 @@ def test_two_cycles_through_train_py_then_test_sts_py_in_both_modes(tmp_path):
     wrong = _run([os.path.join(ROOT, "test_sts.py"), f"--model={model_dir / 'cross'}", f"--data_path={data}",
                   f"--artifacts_dir={artifacts}"], cwd=str(tmp_path))
     assert wrong.returncode == 2 and "--mode=cross" in wrong.stderr and "Traceback" not in wrong.stderr
-    wrong = _run([os.path.join(ROOT, "test_sts.py"), "--model=tiny", "--mode=cross", f"--data_path={data}",
+    wrong = _run([os.path.join(ROOT, "test_sts.py"), "--model=random_tiny", "--mode=cross", f"--data_path={data}",
                   f"--artifacts_dir={artifacts}"], cwd=str(tmp_path))
     assert wrong.returncode == 2 and "--mode=bi" in wrong.stderr
 
@@ -126,7 +126,7 @@ def test_mutual_distillation_averages_both_models_labels_and_ensembles_the_cross
     np.testing.assert_array_equal(labels["cycle1_cross_a"], labels["cycle1_cross_b"])
     np.testing.assert_array_equal(labels["cycle1_bi_a"], labels["cycle1_bi_b"])
     assert not np.allclose(labels["cycle1_cross_a"], labels["cycle1_bi_a"])
-    assert record["encoder"]["spec"] == "tiny" and {"bi_encoder_b", "cross_encoder_b"} <= {
+    assert record["encoder"]["spec"] == "random_tiny" and {"bi_encoder_b", "cross_encoder_b"} <= {
         k.split("/")[1] for k in saved_weights(result["model_dir"])}
     # The cross/ SavedModel scores a pair with the mean of the two cross-encoders.
     context = RunContext(config, tf.distribute.get_strategy(),
@@ -148,7 +148,7 @@ def test_a_trained_run_id_is_a_start_encoder(tmp_path):
     from common.training.runs import write_weights
     from trans_encoder_tf.method import build_start_encoder
 
-    encoder = build_encoder(EncoderConfig(spec="tiny", max_seq_len=16, seed=5))
+    encoder = build_encoder(EncoderConfig(spec="random_tiny", max_seq_len=16, seed=5))
     for v in encoder.trainable_variables:
         v.assign(v + 0.01)  # a "trained" encoder: no longer the seeded tiny one
     run_dir = tmp_path / "artifacts" / "model" / "20261122-000000"
