@@ -70,9 +70,9 @@ def test_a_run_on_tiny_data_writes_its_results_page(tmp_path):
     assert "Written by `bench/ablation.py`; do not edit by hand." in text
     assert "- Command: `python -m bench.ablation --method=simcse --model=random_tiny" in text
     assert "- Load: 1-minute load average" in text and "- Setting: unsup SimCSE from random_tiny, 2 steps" in text
-    assert "| untrained tiny |" in text and "| unsup SimCSE, --pooling=mean |" in text
+    assert "| untrained random_tiny |" in text and "| unsup SimCSE, --pooling=mean |" in text
     results = json.load(open(page / "results.json"))
     assert results["method"] == "simcse" and results["settings"]["poolings"] == ["mean"]
-    assert set(results["results"]) == {"untrained tiny", "unsup SimCSE, --pooling=mean"}
+    assert set(results["results"]) == {"untrained random_tiny", "unsup SimCSE, --pooling=mean"}
     assert results["results"]["unsup SimCSE, --pooling=mean"]["train_seconds"] > 0
     assert results["load"]["load1_at_start"] >= 0
