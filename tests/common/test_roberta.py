@@ -8,8 +8,9 @@ import tensorflow as tf
 
 from common.models.encoder import EncoderConfig, SentenceEncoder, build_encoder
 from common.models.export import export_encoder
+from common.models.masked_lm import MaskedLMHead
 from fixtures import write_hf_roberta_dir
-from numpy_bert import bert_last_hidden, bert_mean_pooled
+from numpy_bert import bert_last_hidden, bert_mean_pooled, mlm_logits
 
 # Different lengths, so that rows are padded and RoBERTa's position ids matter.
 SENTENCES = ["A man is playing a guitar.", "", "Café  naïve 😀 — don't!", "short", "你好世界 " * 6]
@@ -65,6 +66,32 @@ def test_distilroberta_shapes_come_from_the_config(tmp_path):
     got = encoder(tf.constant(SENTENCES))["pooled"].numpy()
     want = bert_last_hidden(model_dir, tokens["token_ids"].numpy(), tokens["padding_mask"].numpy())[:, 0]
     np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_masked_lm_head_loads_from_the_folder_and_matches_numpy_reference(tmp_path):
+    """RobertaForMaskedLM's `lm_head.*`, decoder tied to the word embeddings: logits at every real
+    position equal the NumPy head's; `<mask>` is the vocabulary's."""
+    model_dir = write_hf_roberta_dir(str(tmp_path / "rb"), lm_head=True)
+    encoder = build_encoder(EncoderConfig(spec=model_dir))
+    head = MaskedLMHead.for_encoder(encoder)
+    out = encoder(tf.constant(SENTENCES))
+    real = out["padding_mask"].numpy() > 0
+    got = head(tf.boolean_mask(out["sequence_output"], real)).numpy()  # [M, vocab]
+    want = mlm_logits(model_dir, bert_last_hidden(model_dir, out["token_ids"].numpy(), real.astype(np.int32))[real])
+    diff = float(np.abs(got - want).max())
+    print(f"roberta MLM head: max |diff| {diff:.2e} over {got.size} logits")
+    assert diff < 1e-5 and np.abs(want).max() > 0.5  # logits of a size a wrong term would show in
+    vocab = json.load(open(f"{model_dir}/vocab.json"))
+    assert encoder.tokenizer.mask_id == vocab["<mask>"] != encoder.tokenizer.unk_id
+
+    # A checkpoint may hold the tied decoder (older conversions do); an untied one is refused.
+    tensors = encoder.pretrained_head_tensors
+    embeddings = encoder.token_embedding_matrix().numpy()
+    assert head.load_hf_head({**tensors, "lm_head.decoder.weight": embeddings}, "tied", "roberta")
+    with pytest.raises(ValueError, match=r"untied: lm_head.decoder.weight differs from the word embeddings"):
+        head.load_hf_head({**tensors, "lm_head.decoder.weight": embeddings + 1}, "untied", "roberta")
+    # A folder without the head (RobertaModel's) leaves it random, with a warning naming lm_head.
+    assert not head.load_hf_head({}, "bare", "roberta")
 
 
 def test_cross_encoder_pairs_are_framed_as_roberta(tmp_path):
