@@ -153,36 +153,3 @@ def test_sentence_transformers_export_loads_back_equal(tmp_path):
     assert list(pair["token_ids"].numpy()[0]) == hf.encode(SENTENCES[0], SENTENCES[3]).ids
     with pytest.raises(ValueError, match="--format=tflite packs a WordPiece"):
         export_model(ExportConfig(model=model_dir, format="tflite", out=str(tmp_path / "tfl"), max_seq_len=32))
-
-
-def test_simcse_trains_on_a_tiny_roberta_and_its_published_model_scores(tmp_path):
-    """train -> publish -> score: the run's exported SavedModel (raw strings in, the BPE tokenizer
-    inside) gives the embeddings of the run's encoder rebuilt from its weights."""
-    from common.evaluation.resolve import resolve_encoder, resolve_model
-    from common.training import registry
-    from common.training.runs import train
-
-    model_dir = write_hf_roberta_dir(str(tmp_path / "rb"))
-    settings = {**registry.get("simcse").smoke(str(tmp_path / "data")), "model": model_dir,
-                "artifacts_dir": str(tmp_path / "artifacts"), "train_epochs": 1, "train_steps_per_epoch": 2,
-                "eval_each_epoch": False}
-    run_id = train(registry.build_config("simcse", settings))["run_id"]
-    published = resolve_model(run_id, artifacts_dir=str(tmp_path / "artifacts"))
-    got = published.embed(SENTENCES, progress=False)
-    rebuilt = resolve_encoder(str(tmp_path / "artifacts" / "model" / run_id))
-    assert rebuilt.backbone.config.model_type == "roberta"
-    np.testing.assert_allclose(got, rebuilt(tf.constant(SENTENCES))["embedding"].numpy(), atol=1e-5)
-    before = build_encoder(EncoderConfig(spec=model_dir, max_seq_len=16))(tf.constant(SENTENCES))["embedding"]
-    assert np.all(np.isfinite(got)) and np.abs(got - before.numpy()).max() > 0  # the run trained the weights
-
-
-def test_trans_encoder_cross_encoder_trains_on_a_tiny_roberta(tmp_path):
-    """The cross-encoder half encodes pairs with RoBERTa's `<s> a </s></s> b </s>` framing."""
-    from common.training import registry
-    from common.training.runs import train
-
-    model_dir = write_hf_roberta_dir(str(tmp_path / "rb"))
-    settings = {**registry.get("trans_encoder").smoke(str(tmp_path / "data")), "model": model_dir,
-                "artifacts_dir": str(tmp_path / "artifacts"), "train_steps_per_epoch": 1}
-    result = train(registry.build_config("trans_encoder", settings))
-    assert (tmp_path / "artifacts" / "model" / result["run_id"]).is_dir()
