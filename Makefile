@@ -36,8 +36,9 @@ demo: setup
 
 # The optional UMAP extra for cluster_eval.py (--reduce=umap, --projection=umap): umap-learn and
 # what it adds (numba, llvmlite, pynndescent), pinned to versions verified with the numpy, scipy and
-# scikit-learn of constraints.txt (numba 0.68.1 supports numpy 2.4). The test suite and CI run
-# without it (they then check the message that names this target).
+# scikit-learn of constraints.txt (numba 0.68.1 supports numpy 2.4). `make setup` installs it with
+# the test requirements (requirements-dev.txt and constraints.txt hold the same pins, a test checks
+# it), so the suite and CI run UMAP for real; this target adds it where only requirements.txt is.
 UMAP_PACKAGES := umap-learn==0.5.12 pynndescent==0.7.0 numba==0.68.1 llvmlite==0.50.0
 umap: setup
 	$(PY) -m pip install --quiet -c constraints.txt $(UMAP_PACKAGES)

@@ -178,10 +178,15 @@ def write_bpe_tokenizer_files(path: str, vocab_size: int = 300) -> str:
 
 
 def write_hf_roberta_dir(path: str, num_layers: int = 2, prefixed: bool = True, seed: int = 0,
-                         tokenizer_json: bool = False) -> str:
+                         tokenizer_json: bool = False, lm_head: bool = False, positions: int = 66) -> str:
     """A tiny random RoBERTa in Hugging Face's format: config.json (model_type roberta),
     model.safetensors (keys prefixed "roberta." as RobertaForMaskedLM writes them, or bare as
-    RobertaModel does), and vocab.json + merges.txt, or tokenizer.json only."""
+    RobertaModel does), and vocab.json + merges.txt, or tokenizer.json only.
+
+    With `lm_head`, also RobertaForMaskedLM's masked-LM head (`lm_head.dense`, `lm_head.layer_norm`,
+    `lm_head.bias`; the decoder weight is tied to the word embeddings and, as `save_pretrained`
+    writes it, left out), drawn after the encoder's tensors so that those stay the same.
+    `positions` position embeddings hold `positions - 2` tokens (RoBERTa's offset)."""
     import json
 
     import numpy as np
@@ -198,13 +203,22 @@ def write_hf_roberta_dir(path: str, num_layers: int = 2, prefixed: bool = True, 
         tok.save(os.path.join(path, "tokenizer.json"))
         os.remove(os.path.join(path, "vocab.json"))
         os.remove(os.path.join(path, "merges.txt"))
-    h, inter, positions, pad = 24, 48, 66, 1
-    cfg = {"model_type": "roberta", "architectures": ["RobertaModel"], "vocab_size": vocab_size, "hidden_size": h,
+    h, inter, pad = 24, 48, 1
+    cfg = {"model_type": "roberta", "architectures": ["RobertaForMaskedLM" if lm_head else "RobertaModel"],
+           "vocab_size": vocab_size, "hidden_size": h,
            "num_hidden_layers": num_layers, "num_attention_heads": 2, "intermediate_size": inter,
            "hidden_act": "gelu", "max_position_embeddings": positions, "type_vocab_size": 1,
            "layer_norm_eps": 1e-5, "pad_token_id": pad, "bos_token_id": 0, "eos_token_id": 2}
     with open(os.path.join(path, "config.json"), "w") as f:
         json.dump(cfg, f)
     t = _random_hf_bert_tensors(seed, vocab_size, h, inter, num_layers, positions=positions, token_types=1)
-    save_file({("roberta." if prefixed else "") + k: v for k, v in t.items()}, os.path.join(path, "model.safetensors"))
+    t = {("roberta." if prefixed else "") + k: v for k, v in t.items()}
+    if lm_head:
+        rng = np.random.default_rng([seed, 1])
+        t.update({"lm_head.dense.weight": rng.normal(size=(h, h)).astype(np.float32) * 0.2,
+                  "lm_head.dense.bias": rng.normal(size=h).astype(np.float32) * 0.2,
+                  "lm_head.layer_norm.weight": 1 + rng.normal(size=h).astype(np.float32) * 0.2,
+                  "lm_head.layer_norm.bias": rng.normal(size=h).astype(np.float32) * 0.2,
+                  "lm_head.bias": rng.normal(size=vocab_size).astype(np.float32) * 0.2})
+    save_file(t, os.path.join(path, "model.safetensors"))
     return path

@@ -83,3 +83,21 @@ def bert_pooler_output(model_dir: str, token_ids: np.ndarray, mask: np.ndarray) 
     t = _tensors(model_dir)
     cls = bert_last_hidden(model_dir, token_ids, mask)[:, 0]
     return np.tanh(cls @ t["pooler.dense.weight"].T + t["pooler.dense.bias"])
+
+
+def mlm_logits(model_dir: str, hidden: np.ndarray) -> np.ndarray:
+    """A Hugging Face masked-LM head's logits for last hidden states [..., hidden], in float64:
+    RoBERTa's `lm_head.*` (exact GELU) or BERT's `cls.predictions.*` (the config's activation),
+    the decoder tied to the word embeddings unless the checkpoint holds its own."""
+    cfg = json.load(open(f"{model_dir}/config.json"))
+    t = _tensors(model_dir)
+    if cfg.get("model_type", "bert") == "roberta":
+        dense, norm, bias, decoder = "lm_head.dense", "lm_head.layer_norm", "lm_head.bias", "lm_head.decoder"
+        act = "gelu"
+    else:
+        p = "cls.predictions."
+        dense, norm, bias, decoder = p + "transform.dense", p + "transform.LayerNorm", p + "bias", p + "decoder"
+        act = cfg.get("hidden_act", "gelu")
+    x = _gelu(hidden @ t[dense + ".weight"].T + t[dense + ".bias"], act)
+    x = _layer_norm(x, t[norm + ".weight"], t[norm + ".bias"], cfg.get("layer_norm_eps", 1e-12))
+    return x @ t.get(decoder + ".weight", t["embeddings.word_embeddings.weight"]).T + t[bias]

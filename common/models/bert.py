@@ -26,6 +26,9 @@ from common.models import precision as precision_lib
 
 # HF `model_type`s this backbone implements.
 MODEL_TYPES = ("bert", "roberta")
+# Where a HF checkpoint keeps its pretraining heads: BERT's under `cls.` (`BertForPreTraining`,
+# `BertForMaskedLM`), RoBERTa's masked-LM head under `lm_head.` (`RobertaForMaskedLM`).
+HEAD_PREFIXES = ("cls.", "lm_head.")
 # HF `hidden_act` -> Keras activation. "gelu" in HF BERT is the exact erf form.
 _HF_ACTIVATIONS = {
     "gelu": "gelu",
@@ -468,9 +471,10 @@ def assign_hf_tensors(entries: List[HFTensor], tensors: Mapping[str, np.ndarray]
 def load_hf_weights(backbone: BertBackbone, safetensors_path: str, uses_pooler: bool = False) -> Dict[str, np.ndarray]:
     """Copies a Hugging Face `BertModel` safetensors checkpoint into `backbone`.
 
-    Returns the checkpoint's pretraining-head tensors (`cls.*`: the MLM head of a
-    `BertForPreTraining` / `BertForMaskedLM` checkpoint), empty when it has none,
-    so that a method's MLM head needs no second read of the file.
+    Returns the checkpoint's pretraining-head tensors (`HEAD_PREFIXES`: the MLM head of a
+    `BertForPreTraining` / `BertForMaskedLM` checkpoint, `cls.*`, or of a `RobertaForMaskedLM`
+    one, `lm_head.*`), empty when it has none, so that a method's MLM head needs no second
+    read of the file.
 
     Args:
         backbone: BertBackbone.
@@ -488,7 +492,7 @@ def load_hf_weights(backbone: BertBackbone, safetensors_path: str, uses_pooler: 
     if uses_pooler and absent:
         logging.warning("%s has no pooler weights (%s): pooling 'pooler' starts from a random pooler.",
                         safetensors_path, ", ".join(absent))
-    return {name: value for name, value in t.items() if name.startswith("cls.")}
+    return {name: value for name, value in t.items() if name.startswith(HEAD_PREFIXES)}
 
 
 def hf_state_dict(backbone: BertBackbone) -> Dict[str, np.ndarray]:

@@ -346,7 +346,7 @@ class SentenceEncoder(keras.Model):
 
     @property
     def pretrained_head_tensors(self) -> Dict[str, np.ndarray]:
-        """The checkpoint's pretraining-head tensors (`cls.*`), empty when it has none."""
+        """The checkpoint's pretraining-head tensors (BERT's `cls.*`, RoBERTa's `lm_head.*`), empty when it has none."""
         return dict(self._head_tensors)
 
     def tokenize(self, texts: tf.Tensor) -> Dict[str, tf.Tensor]:

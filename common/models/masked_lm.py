@@ -12,9 +12,20 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from common.errors import UserError
 from common.models import precision as precision_lib
 
 MLM_RATE = 0.15
+# The masked-LM head of each Hugging Face family: Dense(hidden) + activation -> LayerNorm -> decoder
+# (tied to the word embeddings) + bias. BERT's `BertLMPredictionHead` uses the config's `hidden_act`,
+# RoBERTa's `RobertaLMHead` always the exact GELU; `bias` is also the decoder's bias (tied).
+HF_HEAD_NAMES = {
+    "bert": {"prefix": "cls.predictions", "dense": "cls.predictions.transform.dense",
+             "layer_norm": "cls.predictions.transform.LayerNorm", "bias": "cls.predictions.bias",
+             "decoder": "cls.predictions.decoder"},
+    "roberta": {"prefix": "lm_head", "dense": "lm_head.dense", "layer_norm": "lm_head.layer_norm",
+                "bias": "lm_head.bias", "decoder": "lm_head.decoder"},
+}
 
 
 def mask_tokens(token_ids: tf.Tensor, padding_mask: tf.Tensor, seed: tf.Tensor, special_ids: Sequence[int],
@@ -56,7 +67,7 @@ def mask_tokens(token_ids: tf.Tensor, padding_mask: tf.Tensor, seed: tf.Tensor, 
 
 @keras.saving.register_keras_serializable(package="common")
 class MaskedLMHead(keras.layers.Layer):
-    """BERT's MLM head with the decoder tied to the token embeddings:
+    """BERT's (and RoBERTa's) MLM head with the decoder tied to the token embeddings:
     Dense(hidden, gelu) -> LayerNorm -> x @ E^T + bias.
 
     Args:
@@ -92,7 +103,7 @@ class MaskedLMHead(keras.layers.Layer):
     def for_encoder(cls, encoder, **kwargs) -> "MaskedLMHead":
         """A head tied to `encoder`'s token embeddings, with its hidden size and LayerNorm epsilon;
         loads the pretrained head of the encoder's checkpoint when it has one (a Hugging Face
-        `cls.predictions.*`, or the `mlm_head` of a train.py artifact)."""
+        BERT's `cls.predictions.*` or RoBERTa's `lm_head.*`, or the `mlm_head` of a train.py artifact)."""
         matrix = encoder.token_embedding_matrix
         vocab_size, hidden_size = matrix().shape
         kwargs.setdefault("precision", encoder.encoder_config.precision)
@@ -103,7 +114,8 @@ class MaskedLMHead(keras.layers.Layer):
             status.assert_existing_objects_matched()
             logging.info("MLM head restored from %s.", prefix)
         else:
-            head.load_hf_head(encoder.pretrained_head_tensors, encoder.encoder_config.spec)
+            model_type = getattr(getattr(encoder.backbone, "config", None), "model_type", "bert")
+            head.load_hf_head(encoder.pretrained_head_tensors, encoder.encoder_config.spec, model_type)
         return head
 
     def call(self, hidden: tf.Tensor) -> tf.Tensor:
@@ -113,19 +125,40 @@ class MaskedLMHead(keras.layers.Layer):
         # The vocabulary projection in the compute dtype, the logits float32 (casts are no-ops in fp32).
         return tf.cast(tf.matmul(x, embeddings, transpose_b=True) + self.bias, tf.float32)  # [M, vocab]
 
-    def load_hf_head(self, tensors: Dict[str, np.ndarray], source: str) -> bool:
-        """Loads `cls.predictions.*` from a HF checkpoint; False if it has none."""
-        names = ["cls.predictions.transform.dense.weight", "cls.predictions.transform.dense.bias",
-                 "cls.predictions.transform.LayerNorm.weight", "cls.predictions.transform.LayerNorm.bias",
-                 "cls.predictions.bias"]
-        if not all(n in tensors for n in names):
-            logging.warning("%s has no MLM head (cls.predictions.*): the MLM head is initialised randomly.", source)
+    def load_hf_head(self, tensors: Dict[str, np.ndarray], source: str, model_type: str = "bert") -> bool:
+        """Loads a Hugging Face masked-LM head; False if the checkpoint has none.
+
+        BERT's is `cls.predictions.*` (`BertForMaskedLM`, `BertForPreTraining`), RoBERTa's
+        `lm_head.*` (`RobertaForMaskedLM`): the same computation under other names
+        (`HF_HEAD_NAMES`). The decoder is tied to the word embeddings in both, so a checkpoint
+        usually leaves its weight out; one that holds it must hold the word embeddings there.
+
+        Args:
+            tensors: dict. The checkpoint's head tensors (`SentenceEncoder.pretrained_head_tensors`).
+            source: str. The checkpoint, for messages.
+            model_type: str. "bert" or "roberta", the encoder's HF `model_type`. Defaults to "bert".
+
+        Raises:
+            UserError: for a decoder that is not the word embeddings (an untied head), which
+                this head cannot hold.
+        """
+        names = HF_HEAD_NAMES[model_type]
+        bias = tensors.get(names["bias"], tensors.get(names["decoder"] + ".bias"))
+        needed = [names[k] + suffix for k in ("dense", "layer_norm") for suffix in (".weight", ".bias")]
+        if bias is None or not all(n in tensors for n in needed):
+            logging.warning("%s has no MLM head (%s.*): the MLM head is initialised randomly.", source,
+                            names["prefix"])
             return False
-        self.transform.kernel.assign(tensors[names[0]].T)
-        self.transform.bias.assign(tensors[names[1]])
-        self.layer_norm.gamma.assign(tensors[names[2]])
-        self.layer_norm.beta.assign(tensors[names[3]])
-        self.bias.assign(tensors[names[4]])
+        decoder = tensors.get(names["decoder"] + ".weight")
+        if decoder is not None and not np.array_equal(np.asarray(decoder, np.float32),
+                                                      keras.ops.convert_to_numpy(self._embeddings())):
+            raise UserError(f"{source}: {names['decoder']}.weight differs from the word embeddings; this toolkit's "
+                            "MLM head is tied to them (tie_word_embeddings), so an untied head cannot be loaded.")
+        self.transform.kernel.assign(tensors[needed[0]].T)
+        self.transform.bias.assign(tensors[needed[1]])
+        self.layer_norm.gamma.assign(tensors[needed[2]])
+        self.layer_norm.beta.assign(tensors[needed[3]])
+        self.bias.assign(bias)
         logging.info("MLM head loaded from %s.", source)
         return True
 

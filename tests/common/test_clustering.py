@@ -1,6 +1,6 @@
-import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -11,9 +11,6 @@ from common.evaluation.clustering import (ClusterConfig, assign_noise, cluster_e
                                           core_distances, load_labelled_file, project_2d, reduce_dimensions)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# The optional extra (`make umap`): CI does not install it, so the tests below check the message
-# that names the make target there, and the real UMAP path where it is installed.
-UMAP_INSTALLED = importlib.util.find_spec("umap") is not None
 
 
 def _groups(seed=0, n=60, k=4, dim=16):
@@ -111,20 +108,34 @@ def test_bad_cluster_settings_are_user_errors():
         cluster_scores(points, labels, config=ClusterConfig(algorithm="hdbscan", min_cluster_size=30))
 
 
-def test_umap_reduction_when_installed_else_one_message_naming_the_make_target():
+def test_umap_reduction_then_hdbscan_finds_the_groups():
+    # UMAP is installed with the test requirements (requirements-dev.txt): the real path runs here.
     points, labels = _groups()
     config = ClusterConfig(algorithm="hdbscan", reduce="umap", reduce_dims=3, min_cluster_size=10)
-    if UMAP_INSTALLED:
-        assert reduce_dimensions(points, config).shape == (240, 3)
-        scores = cluster_scores(points, labels, config=config)
-        assert scores["clusters"] == 4 and scores["assigned_v_measure"] > 99 and scores["noise_percent"] < 10
-        assert project_2d(points, "umap").shape == (240, 2)
-    else:
-        with pytest.raises(ValueError, match=r"--reduce=umap needs umap-learn, an optional extra that is not "
-                                             r"installed; install it with `make umap`"):
-            cluster_scores(points, labels, config=config)
-        with pytest.raises(ValueError, match=r"--projection=umap needs umap-learn.*`make umap`"):
-            project_2d(points, "umap")
+    assert reduce_dimensions(points, config).shape == (240, 3)
+    scores = cluster_scores(points, labels, config=config)
+    assert scores["clusters"] == 4 and scores["assigned_v_measure"] > 99 and scores["noise_percent"] < 10
+    assert project_2d(points, "umap").shape == (240, 2)
+
+
+def test_without_umap_one_message_naming_the_make_target(monkeypatch):
+    monkeypatch.setitem(sys.modules, "umap", None)  # `import umap` fails, as where it is not installed
+    points, labels = _groups(n=5)
+    config = ClusterConfig(algorithm="hdbscan", reduce="umap", reduce_dims=3, min_cluster_size=5)
+    with pytest.raises(ValueError, match=r"--reduce=umap needs umap-learn, an optional extra that is not "
+                                         r"installed; install it with `make umap`"):
+        cluster_scores(points, labels, config=config)
+    with pytest.raises(ValueError, match=r"--projection=umap needs umap-learn.*`make umap`"):
+        project_2d(points, "umap")
+
+
+def test_umap_pins_are_the_makefiles():
+    """`make umap` (for an install without the test requirements) and `make setup` install the same versions."""
+    makefile = open(os.path.join(ROOT, "Makefile")).read()
+    pins = re.search(r"^UMAP_PACKAGES := (.+)$", makefile, re.M).group(1).split()
+    installed = set(open(os.path.join(ROOT, "requirements-dev.txt")).read().split())
+    installed |= set(open(os.path.join(ROOT, "constraints.txt")).read().split())
+    assert len(pins) == 4 and not set(pins) - installed, set(pins) - installed
 
 
 def test_projection_shapes():
@@ -179,18 +190,20 @@ def test_script_compares_models_and_clusterings_and_writes_pictures(tmp_path):
     assert json.load(open(out / "cluster_random_tiny_questions_kmeans-none.json"))["noise_percent"] == 0
 
 
-def test_script_with_umap_runs_it_when_installed_else_exits_2_naming_the_make_target(tmp_path):
+def test_script_without_umap_exits_2_naming_the_make_target(tmp_path):
+    """The real UMAP path of the script runs in tests/simcse_tf/test_write_up_recipe.py; here umap is
+    shadowed by a module that fails to import, as where it is not installed."""
     data = _questions(tmp_path)
-    proc = _cluster_eval(tmp_path, "--models=random_tiny", f"--dataset={data}", "--algorithm=hdbscan", "--reduce=umap",
-                         "--reduce_dims=2", "--umap_neighbors=5", "--min_cluster_size=5")
-    if UMAP_INSTALLED:
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        result = json.load(open(tmp_path / "artifacts" / "test" / "cluster_random_tiny_questions_hdbscan-umap2.json"))
-        assert result["clustering"]["reduce"] == "umap" and result["samples"] == 24
-    else:
-        assert proc.returncode == 2 and "Traceback" not in proc.stderr
-        # The last line (TensorFlow may print a CUDA probe line before it on machines without a GPU).
-        assert proc.stderr.strip().splitlines()[-1] == (
-            "cluster_eval.py: --reduce=umap needs umap-learn, an optional extra that is not installed; install it "
-            "with `make umap` (or use PCA). (--verbose shows the traceback)")
-        assert not os.path.exists(tmp_path / "artifacts" / "test")  # it failed before encoding anything
+    shadow = tmp_path / "no_umap"
+    shadow.mkdir()
+    (shadow / "umap.py").write_text('raise ImportError("No module named \'umap\'")\n')
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "cluster_eval.py"), "--models=random_tiny", f"--dataset={data}",
+                           "--algorithm=hdbscan", "--reduce=umap", f"--artifacts_dir={tmp_path / 'artifacts'}"],
+                          capture_output=True, text=True, cwd=str(tmp_path),
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(shadow), ROOT])})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    # The last line (TensorFlow may print a CUDA probe line before it on machines without a GPU).
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "cluster_eval.py: --reduce=umap needs umap-learn, an optional extra that is not installed; install it "
+        "with `make umap` (or use PCA). (--verbose shows the traceback)")
+    assert not os.path.exists(tmp_path / "artifacts" / "test")  # it failed before encoding anything

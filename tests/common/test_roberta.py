@@ -8,8 +8,9 @@ import tensorflow as tf
 
 from common.models.encoder import EncoderConfig, SentenceEncoder, build_encoder
 from common.models.export import export_encoder
+from common.models.masked_lm import MaskedLMHead
 from fixtures import write_hf_roberta_dir
-from numpy_bert import bert_last_hidden, bert_mean_pooled
+from numpy_bert import bert_last_hidden, bert_mean_pooled, mlm_logits
 
 # Different lengths, so that rows are padded and RoBERTa's position ids matter.
 SENTENCES = ["A man is playing a guitar.", "", "Café  naïve 😀 — don't!", "short", "你好世界 " * 6]
@@ -65,6 +66,32 @@ def test_distilroberta_shapes_come_from_the_config(tmp_path):
     got = encoder(tf.constant(SENTENCES))["pooled"].numpy()
     want = bert_last_hidden(model_dir, tokens["token_ids"].numpy(), tokens["padding_mask"].numpy())[:, 0]
     np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_masked_lm_head_loads_from_the_folder_and_matches_numpy_reference(tmp_path):
+    """RobertaForMaskedLM's `lm_head.*`, decoder tied to the word embeddings: logits at every real
+    position equal the NumPy head's; `<mask>` is the vocabulary's."""
+    model_dir = write_hf_roberta_dir(str(tmp_path / "rb"), lm_head=True)
+    encoder = build_encoder(EncoderConfig(spec=model_dir))
+    head = MaskedLMHead.for_encoder(encoder)
+    out = encoder(tf.constant(SENTENCES))
+    real = out["padding_mask"].numpy() > 0
+    got = head(tf.boolean_mask(out["sequence_output"], real)).numpy()  # [M, vocab]
+    want = mlm_logits(model_dir, bert_last_hidden(model_dir, out["token_ids"].numpy(), real.astype(np.int32))[real])
+    diff = float(np.abs(got - want).max())
+    print(f"roberta MLM head: max |diff| {diff:.2e} over {got.size} logits")
+    assert diff < 1e-5 and np.abs(want).max() > 0.5  # logits of a size a wrong term would show in
+    vocab = json.load(open(f"{model_dir}/vocab.json"))
+    assert encoder.tokenizer.mask_id == vocab["<mask>"] != encoder.tokenizer.unk_id
+
+    # A checkpoint may hold the tied decoder (older conversions do); an untied one is refused.
+    tensors = encoder.pretrained_head_tensors
+    embeddings = encoder.token_embedding_matrix().numpy()
+    assert head.load_hf_head({**tensors, "lm_head.decoder.weight": embeddings}, "tied", "roberta")
+    with pytest.raises(ValueError, match=r"untied: lm_head.decoder.weight differs from the word embeddings"):
+        head.load_hf_head({**tensors, "lm_head.decoder.weight": embeddings + 1}, "untied", "roberta")
+    # A folder without the head (RobertaModel's) leaves it random, with a warning naming lm_head.
+    assert not head.load_hf_head({}, "bare", "roberta")
 
 
 def test_cross_encoder_pairs_are_framed_as_roberta(tmp_path):
@@ -126,36 +153,3 @@ def test_sentence_transformers_export_loads_back_equal(tmp_path):
     assert list(pair["token_ids"].numpy()[0]) == hf.encode(SENTENCES[0], SENTENCES[3]).ids
     with pytest.raises(ValueError, match="--format=tflite packs a WordPiece"):
         export_model(ExportConfig(model=model_dir, format="tflite", out=str(tmp_path / "tfl"), max_seq_len=32))
-
-
-def test_simcse_trains_on_a_tiny_roberta_and_its_published_model_scores(tmp_path):
-    """train -> publish -> score: the run's exported SavedModel (raw strings in, the BPE tokenizer
-    inside) gives the embeddings of the run's encoder rebuilt from its weights."""
-    from common.evaluation.resolve import resolve_encoder, resolve_model
-    from common.training import registry
-    from common.training.runs import train
-
-    model_dir = write_hf_roberta_dir(str(tmp_path / "rb"))
-    settings = {**registry.get("simcse").smoke(str(tmp_path / "data")), "model": model_dir,
-                "artifacts_dir": str(tmp_path / "artifacts"), "train_epochs": 1, "train_steps_per_epoch": 2,
-                "eval_each_epoch": False}
-    run_id = train(registry.build_config("simcse", settings))["run_id"]
-    published = resolve_model(run_id, artifacts_dir=str(tmp_path / "artifacts"))
-    got = published.embed(SENTENCES, progress=False)
-    rebuilt = resolve_encoder(str(tmp_path / "artifacts" / "model" / run_id))
-    assert rebuilt.backbone.config.model_type == "roberta"
-    np.testing.assert_allclose(got, rebuilt(tf.constant(SENTENCES))["embedding"].numpy(), atol=1e-5)
-    before = build_encoder(EncoderConfig(spec=model_dir, max_seq_len=16))(tf.constant(SENTENCES))["embedding"]
-    assert np.all(np.isfinite(got)) and np.abs(got - before.numpy()).max() > 0  # the run trained the weights
-
-
-def test_trans_encoder_cross_encoder_trains_on_a_tiny_roberta(tmp_path):
-    """The cross-encoder half encodes pairs with RoBERTa's `<s> a </s></s> b </s>` framing."""
-    from common.training import registry
-    from common.training.runs import train
-
-    model_dir = write_hf_roberta_dir(str(tmp_path / "rb"))
-    settings = {**registry.get("trans_encoder").smoke(str(tmp_path / "data")), "model": model_dir,
-                "artifacts_dir": str(tmp_path / "artifacts"), "train_steps_per_epoch": 1}
-    result = train(registry.build_config("trans_encoder", settings))
-    assert (tmp_path / "artifacts" / "model" / result["run_id"]).is_dir()
