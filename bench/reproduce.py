@@ -221,17 +221,17 @@ class Ladder:
         self.scores["_start"] = entry
         self._save("_start")
 
-    def pilots(self, settings: Dict[str, Any], lrs: List[str], steps: int) -> float:
+    def pilots(self, settings: Dict[str, Any], lrs: List[str], steps: int, evaluator=None) -> float:
         """Short masked-LM pilots, one per peak learning rate; returns the one with the lowest held-out loss.
 
         The choice uses the held-out books' masked-LM loss only (never an STS score); each pilot's
-        STS-B dev is recorded beside it for the page.
+        STS-B dev (from `evaluator`, if given) is recorded beside it for the page.
         """
         found = []
         for lr in lrs:
             name = f"pilot lr {float(lr):g}"
             model_dir = self.run(name, "mlm", dict(settings, train_epochs=1, train_steps_per_epoch=steps,
-                                                   train_lr=float(lr)))
+                                                   train_lr=float(lr)), evaluator)
             with open(os.path.join(model_dir, "config.json")) as f:
                 metrics = json.load(f).get("metrics", {})
             found.append(dict(lr=float(lr), steps=steps, heldout_loss=metrics["heldout_loss"],
@@ -319,12 +319,17 @@ def main(argv):
         raw = os.path.abspath(FLAGS.start)
         ladder.record_start(FLAGS.start)  # as given: the results page names no path of this machine
     else:
+        # STS-B dev at each epoch end beside the held-out loss (the curve on the page); it chooses nothing.
+        from common.evaluation.evaluators import StsbDevEvaluator
+
+        watch = StsbDevEvaluator(FLAGS.data_path, progress=False)
         epochs = FLAGS.pretrain_epochs
         base = dict(model=FLAGS.encoder, batch_size=FLAGS.pretrain_batch, eval_each_epoch=True, checkpoint_every=50,
                     dropout=0.0)
-        lr = ladder.pilots(base, FLAGS.pilot_lrs, FLAGS.pilot_steps) if FLAGS.pilot_lrs else FLAGS.pretrain_lr
+        lr = (ladder.pilots(base, FLAGS.pilot_lrs, FLAGS.pilot_steps, watch) if FLAGS.pilot_lrs
+              else FLAGS.pretrain_lr)
         raw = ladder.run("pretrain", "mlm", dict(base, train_epochs=epochs, train_lr=lr,
-                                                 train_steps_per_epoch=FLAGS.pretrain_steps // epochs))
+                                                 train_steps_per_epoch=FLAGS.pretrain_steps // epochs), watch)
     lr = FLAGS.finetune_lr
     if "floors" in stages:
         fresh = start_architecture(raw)
@@ -631,8 +636,9 @@ def _start_lines(scores: Dict[str, Any]) -> List[str]:
                 f"{metrics.get('heldout_loss', float('nan')):.3f}, accuracy "
                 f"{100 * metrics.get('heldout_accuracy', float('nan')):.1f} %; unigram predictor on the same masks: "
                 f"loss {metrics.get('heldout_unigram_loss', float('nan')):.3f}, accuracy "
-                f"{100 * metrics.get('heldout_unigram_accuracy', float('nan')):.1f} %; STS-B dev (mean pooling) "
-                f"{metrics.get('stsb_dev_spearman', float('nan')):.2f}." + _pilot_text(scores.get("_pilots"))]
+                f"{100 * metrics.get('heldout_unigram_accuracy', float('nan')):.1f} %"
+                + (f"; STS-B dev (mean pooling) {metrics['stsb_dev_spearman']:.2f}" if "stsb_dev_spearman" in metrics
+                   else "") + "." + _pilot_text(scores.get("_pilots"))]
     return []
 
 

@@ -104,6 +104,8 @@ scores["pretrain"] = {"train_seconds": 100.0, "settings": {"batch_size": 64, "tr
                       "metrics": {"heldout_loss": 4.8, "heldout_accuracy": 0.25, "heldout_unigram_loss": 6.9,
                                   "heldout_unigram_accuracy": 0.055, "stsb_dev_spearman": 60.5, "seconds": 90.0}}
 print("\n".join(reproduce._start_lines(scores)))
+del scores["pretrain"]["metrics"]["stsb_dev_spearman"]  # a start pretrained without the STS-B dev evaluator
+print("WITHOUT DEV " + "\n".join(reproduce._start_lines(scores)))
 '''
     result = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, check=True, capture_output=True,
                             text=True, env={**os.environ, "PYTHONPATH": ROOT})
@@ -114,6 +116,8 @@ print("\n".join(reproduce._start_lines(scores)))
     assert "STS-B dev (mean pooling) 60.50" in text
     assert "Peak learning rate 0.001, the lowest held-out loss of 7-step pilots (0.0005: 6.200 (STS-B dev 30.00)" in text
     assert "0.002: 6.500;" in text  # a pilot without an STS-B dev score
+    without = text[text.index("WITHOUT DEV"):]
+    assert "nan" not in without and "STS-B dev (mean pooling)" not in without and "accuracy 5.5 %. Peak" in without
 
 
 def test_the_floor_of_a_start_pretrained_from_an_old_spelling_is_its_fresh_bert(tmp_path):
