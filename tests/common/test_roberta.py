@@ -156,6 +156,6 @@ def test_trans_encoder_cross_encoder_trains_on_a_tiny_roberta(tmp_path):
 
     model_dir = write_hf_roberta_dir(str(tmp_path / "rb"))
     settings = {**registry.get("trans_encoder").smoke(str(tmp_path / "data")), "model": model_dir,
-                "artifacts_dir": str(tmp_path / "artifacts"), "train_steps_per_epoch": 1}
+                "artifacts_dir": str(tmp_path / "artifacts"), "train_epochs": 1, "train_steps_per_epoch": 1}
     result = train(registry.build_config("trans_encoder", settings))
     assert (tmp_path / "artifacts" / "model" / result["run_id"]).is_dir()
