@@ -1,17 +1,20 @@
 """Run in a fresh process: a registered method's loss, gradients and one optimizer
 step on one device vs MirroredStrategy over 2 logical CPUs, for the same global batch.
 
-    python tests/replica_check.py <method> [<settings as JSON> [<phase>]]
+    python tests/replica_check.py '[{"method": <name>, "settings": {...}, "phase": <phase>}, ...]'
 
 The model and the batch come from the method's own smoke settings (`Method.smoke`)
 and data builder (a phased method's `phase_models[<phase>]` when a phase is
-named), with dropout off. Prints one JSON line:
-{"loss_diff", "grad_diff", "weight_diff", ...}.
+named), with dropout off. Prints one JSON line per check, in order:
+{"loss_diff", "grad_diff", "weight_diff", ...}, or {"error": <traceback>} for a
+check that raised (the others still run: one process pays TensorFlow's start-up
+once for all of them).
 """
 
 import json
 import sys
 import tempfile
+import traceback
 
 import numpy as np
 import tensorflow as tf
@@ -24,6 +27,17 @@ import keras  # noqa: E402
 from common.training import registry  # noqa: E402
 from common.training.runs import seeded  # noqa: E402
 from common.training.schedules import WarmupPolynomialDecay  # noqa: E402
+
+
+_MIRRORED = []
+
+
+def mirrored_strategy():
+    """One MirroredStrategy over the 2 logical CPUs for every check of this process: a second
+    one would reuse the first one's collective instance keys, which TensorFlow refuses."""
+    if not _MIRRORED:
+        _MIRRORED.append(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
+    return _MIRRORED[0]
 
 
 def build(build_model, config, strategy, weights=None):
@@ -59,13 +73,14 @@ def main(name, extra, phase=None, mirrored=None):
     if method.resolve is not None:
         config = method.resolve(config)
     single = build(build_model, config, tf.distribute.get_strategy())
+    initial = single.get_weights()
     make_dataset, _ = make_data(config, single)
     batch = next(iter(make_dataset(0)))
     loss1, grads1 = grads_fn(single)(batch)
 
-    # One strategy per process (tests/replica_check_many.py passes it): a second one's collectives
-    # would collide with the first's.
-    mirrored = mirrored or tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    # One strategy per process (tests/replica_check_many.py passes it; mirrored_strategy() keeps one):
+    # a second one's collectives would collide with the first's.
+    mirrored = mirrored or mirrored_strategy()
     multi = build(build_model, config, mirrored, single.get_weights())
     data = next(iter(mirrored.experimental_distribute_dataset(tf.data.Dataset.from_tensors(batch))))
     per_replica_loss, per_replica_grads = mirrored.run(tf.function(grads_fn(multi)), args=(data,))
@@ -80,7 +95,6 @@ def main(name, extra, phase=None, mirrored=None):
     multi.make_train_function()
     multi.train_function(iter(mirrored.experimental_distribute_dataset(tf.data.Dataset.from_tensors(batch))))
     weight_diff = max(float(np.abs(a - b).max()) for a, b in zip(single.get_weights(), multi.get_weights()))
-    initial = build(build_model, config, tf.distribute.get_strategy()).get_weights()
     moved = max(float(np.abs(a - b).max()) for a, b in zip(single.get_weights(), initial))
     print(json.dumps({"method": name, "phase": phase, "replicas": mirrored.num_replicas_in_sync, "loss": float(loss1),
                       "replica_losses": losses2, "loss_diff": max(abs(float(loss1) - x) for x in losses2),
@@ -89,5 +103,14 @@ def main(name, extra, phase=None, mirrored=None):
     sys.stdout.flush()
 
 
+def main_cases(cases):
+    for case in cases:
+        try:
+            main(case["method"], case.get("settings") or {}, case.get("phase"))
+        except Exception:  # noqa: BLE001  (reported as this case's result; the next case still runs)
+            print(json.dumps({"method": case["method"], "phase": case.get("phase"), "error": traceback.format_exc()}))
+            sys.stdout.flush()
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}, sys.argv[3] if len(sys.argv) > 3 else None)
+    main_cases(json.loads(sys.argv[1]))

@@ -13,7 +13,7 @@ import replica_check  # first: it splits the CPU into 2 logical devices before T
 
 if __name__ == "__main__":
     settings = json.loads(sys.argv[1])
-    mirrored = replica_check.tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    mirrored = replica_check.mirrored_strategy()
     for model in sys.argv[2:]:
         name, _, phase = model.partition(":")
         replica_check.main(name, settings, phase or None, mirrored)

@@ -16,7 +16,7 @@ from common.training import grad_cache, registry
 from common.training.grad_cache import cached_gradients, mini_batch_chunks, split_batch
 from common.training.loop import rng_variables
 from common.training.runs import seeded, train
-from distributed_checks import ROOT, assert_replicas_agree, replica_check
+from distributed_checks import ROOT, assert_replicas_agree, replica_checks
 from resume_check import full_and_resumed_runs, saved_weights
 
 # name -> (method, settings over its smoke settings, mini_batch_size): 4 mini-batches each.
@@ -84,11 +84,11 @@ def test_without_dropout_the_cached_step_equals_the_plain_step(case, tmp_path):
         assert float(out_p["mlm"]) > 0 and float(out_p["contrastive"]) > 0  # both objectives are in the check
 
     # One step through each model's own train function (clip included).
+    fresh = plain.get_weights()
     for model in (plain, cached):
         model.make_train_function()
         model.train_function(iter(tf.data.Dataset.from_tensors(batch)))
-    _, fresh = _build(name, settings)
-    moved = max(np.abs(a - b).max() for a, b in zip(plain.get_weights(), fresh.get_weights()))
+    moved = max(np.abs(a - b).max() for a, b in zip(plain.get_weights(), fresh))
     assert moved > 1e-4
     for a, b in zip(plain.get_weights(), cached.get_weights()):
         np.testing.assert_allclose(a, b, atol=1e-5)
@@ -168,12 +168,21 @@ def test_with_dropout_the_second_pass_replays_the_first_pass_masks(case, tmp_pat
     assert max(np.abs(a - b).max() for a, b in zip(_dense(unreplayed), expected) if a is not None) > 1e-4
 
 
+@pytest.fixture(scope="module")
+def cached_replica_results(tmp_path_factory):
+    """Every case's replica check, in one process."""
+    checks = []
+    for case in CASES:
+        name, settings, mini = _settings(case, str(tmp_path_factory.mktemp(case)))
+        extra = {k: v for k, v in settings.items() if k in CASES[case][1] or k == "train_data"}
+        checks.append({"method": name, "settings": {**extra, "mini_batch_size": mini}})
+    return dict(zip(CASES, replica_checks(checks)))
+
+
 @pytest.mark.parametrize("case", list(CASES))
-def test_cached_one_replica_equals_two_replicas(case, tmp_path):
-    name, settings, mini = _settings(case, str(tmp_path))
-    extra = {k: v for k, v in settings.items() if k in CASES[case][1] or k == "train_data"}
+def test_cached_one_replica_equals_two_replicas(case, cached_replica_results):
     # One replica caches 4 mini-batches, each of two replicas 2 (same mini-batch size).
-    assert_replicas_agree(replica_check(name, {**extra, "mini_batch_size": mini}))
+    assert_replicas_agree(cached_replica_results[case])
 
 
 def test_a_cached_run_resumes_exactly(tmp_path):

@@ -101,27 +101,36 @@ def test_a_resumed_run_records_the_seconds_of_all_its_pieces_and_logs_to_its_fol
     assert re.search(r"step 4/4 .*\([0-9.]+ steps/s, 0 s left\)", log)  # the rate and the time left
 
 
-def test_a_new_run_removes_the_temporary_directory_of_a_publish_that_was_killed(tmp_path):
+@pytest.fixture(scope="module")
+def one_step_run(tmp_path_factory):
+    """A one-step run started beside the temporary directory of a publish that was killed, on
+    sentences of which two are longer than max_seq_len (16)."""
     import json
     import socket
 
+    tmp_path = tmp_path_factory.mktemp("one-step")
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     stale = tmp_path / "artifacts" / "model" / ".tmp-20261122-101500-0a1b2c3d"
     os.makedirs(stale / "embedding")
     (stale / ".owner.json").write_text(json.dumps({"host": socket.gethostname(), "pid": dead.pid}))
-    result = train(registry.build_config("simcse", _simcse_settings(tmp_path, train_steps_per_epoch=1)))
-    assert os.listdir(tmp_path / "artifacts" / "model") == [result["run_id"]]
-
-
-def test_a_run_counts_the_training_sentences_it_truncates(tmp_path):
-    import json
-
     sentences = tmp_path / "sentences.txt"
     long = " ".join(["word"] * 200)
     sentences.write_text("\n".join([f"a short sentence number {i}" for i in range(6)] + [long, long + " more"]) + "\n")
     result = train(registry.build_config("simcse", _simcse_settings(
         tmp_path, train_data=(str(sentences),), train_steps_per_epoch=1)))
+    return tmp_path, result
+
+
+def test_a_new_run_removes_the_temporary_directory_of_a_publish_that_was_killed(one_step_run):
+    tmp_path, result = one_step_run
+    assert os.listdir(tmp_path / "artifacts" / "model") == [result["run_id"]]
+
+
+def test_a_run_counts_the_training_sentences_it_truncates(one_step_run):
+    import json
+
+    tmp_path, result = one_step_run
     assert result["data"]["truncated_sentences"] == 2  # max_seq_len 16: only the two long ones
     recorded = json.loads((tmp_path / "artifacts" / "model" / result["run_id"] / "config.json").read_text())
     assert recorded["data"]["truncated_sentences"] == 2

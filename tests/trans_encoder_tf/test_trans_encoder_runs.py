@@ -1,5 +1,6 @@
 """Trans-Encoder runs end to end: two cycles through train.py and test_sts.py in both
-modes, and exact resume of a run killed in either phase of cycle 2."""
+modes, and exact resume of a run killed in either phase of cycle 2 (against that
+train.py run)."""
 
 import json
 import os
@@ -9,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+from common.evaluation.evaluators import StsbDevEvaluator
 from common.training import registry
 from common.training.runs import train
 from distributed_checks import ROOT
@@ -22,35 +24,53 @@ def _run(args, cwd):
                           env={**os.environ, "PYTHONPATH": ROOT})
 
 
-def test_two_cycles_through_train_py_then_test_sts_py_in_both_modes(tmp_path):
-    data = write_sts_root(str(tmp_path / "data"))
-    settings = smoke(data)
-    artifacts = tmp_path / "artifacts"
-    args = [f"--{k}={v}" for k, v in settings.items() if k != "cycles"]
-    proc = _run([os.path.join(ROOT, "train.py"), "--method=trans_encoder", *args, "--cycles=2",
-                 "--train_epochs=1", "--train_steps_per_epoch=2", f"--artifacts_dir={artifacts}"], cwd=str(tmp_path))
+# Two cycles of a cross phase (3 steps, 1 epoch) and a bi phase (6 steps, 2 epochs), each model
+# continuing from its previous cycle; cycle 2 is run steps 10-18. STS-B dev scores each phase at its
+# epoch ends and the phase ends with its best-scored weights (train.py's evaluator).
+TWO_CYCLES = {"cycles": 2, "train_epochs": 2, "train_steps_per_epoch": 3, "checkpoint_every": 2, "log_every": 1,
+              "init_with_new_models": False}
+
+
+@pytest.fixture(scope="module")
+def two_cycles(tmp_path_factory):
+    """A two-cycle run through train.py: the script test's run, and the uninterrupted run the
+    killed-and-resumed one must equal."""
+    root = tmp_path_factory.mktemp("two-cycles")
+    data = write_sts_root(str(root / "data"))
+    settings = {**smoke(data), **TWO_CYCLES}
+    artifacts = root / "artifacts"
+    args = [f"--{k}={v}" for k, v in settings.items() if not isinstance(v, bool)] + ["--noinit_with_new_models"]
+    proc = _run([os.path.join(ROOT, "train.py"), "--method=trans_encoder", *args, f"--artifacts_dir={artifacts}"],
+                cwd=str(root))
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_id = next(line.split(": ")[1] for line in proc.stdout.splitlines() if line.startswith("run ID:"))
+    return {"root": root, "data": data, "settings": settings, "artifacts": artifacts, "proc": proc, "run_id": run_id}
+
+
+def test_two_cycles_through_train_py_then_test_sts_py_in_both_modes(two_cycles):
+    root, data, artifacts, proc, run_id = (two_cycles[k] for k in ("root", "data", "artifacts", "proc", "run_id"))
     assert f"test_sts.py --model={run_id} --mode=cross" in proc.stdout
     model_dir = artifacts / "model" / run_id
     record = json.load(open(model_dir / "config.json"))
     # STS-B dev of the start, of every phase and of every cycle; the published cycles.
     assert [p["phase"] for p in record["phases"]] == ["cycle1_cross_a", "cycle1_bi_a", "cycle2_cross_a",
                                                       "cycle2_bi_a"]
-    assert all("stsb_dev_spearman" in p and p["steps"] == 2 for p in record["phases"])
-    # Each phase was scored on STS-B dev while it trained and ended with its best-scored weights.
+    assert [p["steps"] for p in record["phases"]] == [3, 6, 3, 6] and all("stsb_dev_spearman" in p
+                                                                        for p in record["phases"])
+    # Each phase was scored on STS-B dev at its epoch ends while it trained and ended with its
+    # best-scored weights.
     for p in record["phases"]:
-        assert p["metrics"]["best_step"] == 2
+        assert p["metrics"]["best_step"] in ((3,) if p["kind"] == "cross" else (3, 6))
         np.testing.assert_allclose(p["metrics"]["best_score"], p["stsb_dev_spearman"], atol=1e-6)
     assert [sorted(c) for c in record["cycles"]] == [["bi_a", "cross_a", "cycle"]] * 2
     assert "bi_a" in record["start"] and set(record["best_cycle"]) == {"bi", "cross"}
     assert "stsb_dev_spearman" in record["metrics"] and "cross_stsb_dev_spearman" in record["metrics"]
-    assert record["metrics"]["step"] == 8 and record["data"]["pairs"] == 12
+    assert record["metrics"]["step"] == 18 and record["data"]["pairs"] == 12
     assert os.listdir(artifacts / "log" / run_id)  # TensorBoard scalars per phase
     common = [f"--model={run_id}", f"--data_path={data}", f"--artifacts_dir={artifacts}"]
-    bi = _run([os.path.join(ROOT, "test_sts.py"), *common, "--mode=bi"], cwd=str(tmp_path))
+    bi = _run([os.path.join(ROOT, "test_sts.py"), *common, "--mode=bi"], cwd=str(root))
     assert bi.returncode == 0, bi.stderr[-2000:]
-    cross = _run([os.path.join(ROOT, "test_sts.py"), *common, "--mode=cross"], cwd=str(tmp_path))
+    cross = _run([os.path.join(ROOT, "test_sts.py"), *common, "--mode=cross"], cwd=str(root))
     assert cross.returncode == 0, cross.stderr[-2000:]
     bi_result = json.load(open(artifacts / "test" / f"sts_{run_id}.json"))
     cross_result = json.load(open(artifacts / "test" / f"sts_{run_id}_cross.json"))
@@ -61,10 +81,10 @@ def test_two_cycles_through_train_py_then_test_sts_py_in_both_modes(tmp_path):
     np.testing.assert_allclose(bi_result["stsb"]["dev"], record["metrics"]["stsb_dev_spearman"], atol=1e-3)
     # A cross-encoder scored as a bi-encoder is refused, naming the mode it needs.
     wrong = _run([os.path.join(ROOT, "test_sts.py"), f"--model={model_dir / 'cross'}", f"--data_path={data}",
-                  f"--artifacts_dir={artifacts}"], cwd=str(tmp_path))
+                  f"--artifacts_dir={artifacts}"], cwd=str(root))
     assert wrong.returncode == 2 and "--mode=cross" in wrong.stderr and "Traceback" not in wrong.stderr
     wrong = _run([os.path.join(ROOT, "test_sts.py"), "--model=random_tiny", "--mode=cross", f"--data_path={data}",
-                  f"--artifacts_dir={artifacts}"], cwd=str(tmp_path))
+                  f"--artifacts_dir={artifacts}"], cwd=str(root))
     assert wrong.returncode == 2 and "--mode=bi" in wrong.stderr
 
 
@@ -75,29 +95,34 @@ def _kill_at(step):
     return after_step
 
 
-def test_a_run_killed_in_either_phase_of_cycle_2_resumes_exactly(tmp_path):
-    config = registry.build_config("trans_encoder", {
-        **smoke(str(tmp_path / "data")), "cycles": 2, "train_epochs": 2, "train_steps_per_epoch": 3,
-        "checkpoint_every": 2, "log_every": 1, "eval_each_epoch": False, "init_with_new_models": False})
-    # Steps per cycle: cross 3 (1 epoch), then bi 6 (2 epochs); cycle 2 is run steps 10-18.
-    full = train(config.replace(artifacts_dir=str(tmp_path / "a")))
+def test_a_run_killed_in_either_phase_of_cycle_2_resumes_exactly(two_cycles, tmp_path):
+    # The train.py run in this process, with the evaluator train.py passes (its selections included).
+    config = registry.build_config("trans_encoder", two_cycles["settings"])
+    evaluator = StsbDevEvaluator(two_cycles["data"], progress=False)
+    full_dir = two_cycles["artifacts"] / "model" / two_cycles["run_id"]
     interrupted = config.replace(artifacts_dir=str(tmp_path / "b"))
     with pytest.raises(Killed):
-        train(interrupted, after_step=_kill_at(11))  # cycle 2, cross phase step 2 (checkpointed)
+        train(interrupted, evaluator=evaluator, after_step=_kill_at(11))  # cycle 2, cross phase step 2 (checkpointed)
     run_id = os.listdir(tmp_path / "b" / "ckpt")[0]
     phases = tmp_path / "b" / "ckpt" / run_id / "phases"
     assert sorted(os.listdir(phases)) == ["cycle1_bi_a", "cycle1_cross_a", "cycle2_cross_a"]
     assert (phases / "cycle2_cross_a" / "labels.npy").exists() and not (phases / "cycle2_cross_a" / "done.json").exists()
     with pytest.raises(Killed):
-        train(interrupted.replace(resume=run_id), after_step=_kill_at(17))  # cycle 2, bi phase step 5 (last checkpoint: 4)
+        # cycle 2, bi phase step 5 (last checkpoint: 4; best so far: step 3's)
+        train(interrupted.replace(resume=run_id), evaluator=evaluator, after_step=_kill_at(17))
     assert not os.path.exists(tmp_path / "b" / "model" / run_id)
-    resumed = train(interrupted.replace(resume=run_id))
-    a, b = saved_weights(full["model_dir"]), saved_weights(resumed["model_dir"])
+    resumed = train(interrupted.replace(resume=run_id), evaluator=evaluator)
+    a, b = saved_weights(str(full_dir)), saved_weights(resumed["model_dir"])
     assert a and a.keys() == b.keys()
     assert any(k.startswith("model/bi_encoder/") for k in a) and any(k.startswith("model/cross_encoder/") for k in a)
     for key in a:
         np.testing.assert_allclose(a[key], b[key], atol=1e-6, err_msg=key)
-    assert full["weights_fingerprint"] == resumed["weights_fingerprint"]
+    full_record = json.load(open(full_dir / "config.json"))
+    assert full_record["weights_fingerprint"] == resumed["weights_fingerprint"]
+    # The same selections: each phase ended with the weights of the same scored step.
+    resumed_record = json.load(open(os.path.join(resumed["model_dir"], "config.json")))
+    assert [p["metrics"]["best_step"] for p in resumed_record["phases"]] == [
+        p["metrics"]["best_step"] for p in full_record["phases"]]
     # A finished phase keeps its final weights, not its optimizer checkpoints.
     assert not [f for f in os.listdir(phases / "cycle1_cross_a") if f.startswith("ckpt-")]
 
