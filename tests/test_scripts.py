@@ -1,5 +1,6 @@
 """Smoke tests of every script's `main`, through the real command line."""
 
+import functools
 import json
 import os
 import subprocess
@@ -18,6 +19,12 @@ TENSORFLOW_NOISE = ("cuInit", "cudart_stub", "cpu_feature_guard", "absl::Initial
 def _run(args, cwd):
     return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": ROOT})
+
+
+@functools.lru_cache(maxsize=None)
+def _helpshort(script):
+    """`<script> --helpshort`, run once per script for the tests that read it."""
+    return _run([os.path.join(ROOT, script), "--helpshort"], cwd=ROOT)
 
 
 def test_test_sts_scores_a_spec_and_writes_results(tmp_path):
@@ -75,7 +82,7 @@ def test_a_flag_absl_cannot_parse_is_one_line_and_exit_2(script, flag, says, tmp
     assert last.endswith("--helpshort lists the flags and their defaults.")
     assert "Traceback" not in proc.stderr and "FATAL" not in proc.stderr
     # and the advice works
-    assert _run([os.path.join(ROOT, script), "--helpshort"], cwd=str(tmp_path)).stdout.count("--") > 3
+    assert _helpshort(script).stdout.count("--") > 3
 
 
 # Runs a root script as `python <script>` would, after replacing `resolve_model` (which test_sts.py calls
@@ -113,7 +120,7 @@ def test_a_defect_shows_its_traceback_and_exits_1_a_user_error_is_one_line(tmp_p
 def test_scripts_start_without_tensorflow_noise(script):
     # --helpshort imports the script's modules, TensorFlow included (test_sts.py is checked where it
     # runs TensorFlow ops).
-    proc = _run([os.path.join(ROOT, script), "--helpshort"], cwd=ROOT)
+    proc = _helpshort(script)
     assert proc.stdout.count("--") > 3 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert not any(s in proc.stderr for s in TENSORFLOW_NOISE), proc.stderr
 
