@@ -37,15 +37,3 @@ def assert_replicas_agree(r: dict) -> None:
     assert r["grad_scale"] > 1e-4 and r["grad_diff"] < 1e-5, r
     assert r["weights_moved"] > 1e-5 and r["weight_diff"] < 1e-5, r
 
-
-def replica_checks(models, settings: dict = None) -> list:
-    """`replica_check` for several (method, phase) pairs in one fresh process
-    (tests/replica_check_many.py); returns their measurements in order."""
-    specs = [name + (f":{phase}" if phase else "") for name, phase in models]
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "replica_check_many.py"),
-                           json.dumps(settings or {}), *specs],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT}, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    assert [(r["method"], r["phase"]) for r in lines] == list(models), proc.stdout[-3000:]
-    return lines

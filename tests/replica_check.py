@@ -64,7 +64,7 @@ def grads_fn(model):
     return fn
 
 
-def main(name, extra, phase=None, mirrored=None):
+def main(name, extra, phase=None):
     method = registry.get(name)
     build_model, make_data = method.phase_models[phase] if phase else (method.build_model, method.make_data)
     workdir = tempfile.mkdtemp(prefix=f"replica-{name}-")
@@ -78,9 +78,7 @@ def main(name, extra, phase=None, mirrored=None):
     batch = next(iter(make_dataset(0)))
     loss1, grads1 = grads_fn(single)(batch)
 
-    # One strategy per process (tests/replica_check_many.py passes it; mirrored_strategy() keeps one):
-    # a second one's collectives would collide with the first's.
-    mirrored = mirrored or mirrored_strategy()
+    mirrored = mirrored_strategy()
     multi = build(build_model, config, mirrored, single.get_weights())
     data = next(iter(mirrored.experimental_distribute_dataset(tf.data.Dataset.from_tensors(batch))))
     per_replica_loss, per_replica_grads = mirrored.run(tf.function(grads_fn(multi)), args=(data,))

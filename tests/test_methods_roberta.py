@@ -37,7 +37,9 @@ def roberta_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def replica_results(roberta_dir):
-    return dict(zip(MODELS, replica_checks(MODELS, {"model": roberta_dir, "max_seq_len": MAX_SEQ_LEN})))
+    settings = {"model": roberta_dir, "max_seq_len": MAX_SEQ_LEN}
+    return dict(zip(MODELS, replica_checks([{"method": name, "phase": phase, "settings": settings}
+                                            for name, phase in MODELS])))
 
 
 @pytest.mark.parametrize("name,phase", MODELS)
