@@ -24,7 +24,9 @@ the text (a literal "<mask>") are tokenized as text, not as the special token.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import weakref
 from typing import Dict, List, Sequence, Tuple
 
 import tensorflow as tf
@@ -173,17 +175,7 @@ class ByteLevelBpeTokenizer(BertTokenizer):
         index = {token: i for i, token in enumerate(self.vocabulary)}
         for role, token in ROBERTA_SPECIAL_TOKENS.items():
             setattr(self, f"{role}_id", index[token])
-        self._token_ids = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(tf.constant(self.vocabulary), tf.range(len(self.vocabulary))),
-            default_value=self.unk_id)
-        self._merge_ranks = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(tf.constant(self.merges), tf.range(len(self.merges))),
-            default_value=_NO_MERGE)
-        table = bytes_to_unicode()
-        self._byte_chars = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(tf.constant([bytes([b]) for b in range(256)]),
-                                                tf.constant([table[b] for b in range(256)])),
-            default_value="")
+        self._core = _core(self.vocabulary, self.merges, self.unk_id)
 
     def with_config(self, config: TokenizerConfig) -> "ByteLevelBpeTokenizer":
         """The same vocabulary and merges under another length or padding."""
@@ -193,6 +185,84 @@ class ByteLevelBpeTokenizer(BertTokenizer):
     def lookup_tables(self) -> List[tf.lookup.StaticHashTable]:
         """The tokenizer's hash tables (token ids, merge ranks, byte map): what a SavedModel that
         calls it must track."""
+        return self._core.lookup_tables
+
+    def wordpiece_ids(self, texts: tf.Tensor) -> tf.RaggedTensor:
+        """BPE ids without special tokens or truncation (the name `BertTokenizer`'s callers use).
+
+        Args:
+            texts: tf.Tensor. 1-D tf.string batch.
+
+        Returns:
+            int32 RaggedTensor [batch, (pieces)].
+        """
+        return self._core.wordpiece_ids(tf.convert_to_tensor(texts, tf.string))
+
+    def count_truncated_pairs(self, texts_a: Sequence[str], texts_b: Sequence[str], batch_size: int = 4096) -> int:
+        """How many pairs are longer than `max_seq_len` tokens as `<s> a </s></s> b </s>`."""
+        return count_pairs_over(self, texts_a, texts_b, self.config.max_seq_len - self.PAIR_SPECIAL_TOKENS,
+                                batch_size)
+
+    def pair_token_counts(self, texts_a: tf.Tensor, texts_b: tf.Tensor) -> tf.Tensor:
+        """How many tokens `tokenize_pairs` gives each pair before padding (int32 [batch])."""
+        pieces = self.wordpiece_ids(texts_a).row_lengths() + self.wordpiece_ids(texts_b).row_lengths()
+        budget = self.config.max_seq_len - self.PAIR_SPECIAL_TOKENS
+        return tf.minimum(tf.cast(pieces, tf.int32), budget) + self.PAIR_SPECIAL_TOKENS
+
+    def tokenize_pairs(self, texts_a: tf.Tensor, texts_b: tf.Tensor) -> Dict[str, tf.Tensor]:
+        """`<s> a </s></s> b </s>` with segment ids all 0, as Hugging Face encodes a RoBERTa pair,
+        "longest_first" truncated to `max_seq_len` tokens in all."""
+        a = self.wordpiece_ids(texts_a)  # [batch, (pieces_a)]
+        b = self.wordpiece_ids(texts_b)  # [batch, (pieces_b)]
+        budget = self.config.max_seq_len - self.PAIR_SPECIAL_TOKENS
+        keep_a, keep_b = longest_first_lengths(a.row_lengths(), b.row_lengths(), budget)
+        a, b = _keep_first(a, keep_a), _keep_first(b, keep_b)
+        batch = a.nrows()
+        cls = tf.fill([batch, 1], self.cls_id)
+        sep = tf.fill([batch, 1], self.sep_id)
+        ids = tf.concat([cls, a, sep, sep, b, sep], axis=1)  # [batch, (len)]
+        return self._pad(ids, tf.zeros_like(ids))
+
+
+_CORES: "weakref.WeakValueDictionary[str, _BpeCore]" = weakref.WeakValueDictionary()
+
+
+def _core(vocabulary: List[str], merges: List[str], unk_id: int) -> "_BpeCore":
+    """The tables and traced tokenization of one vocabulary and merge list, shared by every
+    tokenizer of the process that has them (a run builds several: its data, its models, its
+    export, each at its own length), so it is built and traced once."""
+    if not tf.executing_eagerly():  # tables made inside a graph belong to that graph
+        return _BpeCore(vocabulary, merges, unk_id)
+    digest = hashlib.sha256(json.dumps([vocabulary, merges, unk_id]).encode("utf-8")).hexdigest()
+    core = _CORES.get(digest)
+    if core is None:
+        core = _CORES[digest] = _BpeCore(vocabulary, merges, unk_id)
+    return core
+
+
+class _BpeCore(tf.Module):
+    """Byte-level BPE of one vocabulary: its hash tables and `wordpiece_ids`, one `tf.function`
+    traced once, so that a graph that tokenizes (a dataset's map, a training step, each
+    signature of an export) calls it instead of rebuilding its ~2,800 ops."""
+
+    def __init__(self, vocabulary: List[str], merges: List[str], unk_id: int):
+        super().__init__(name="byte_level_bpe")
+        self._token_ids = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(tf.constant(vocabulary), tf.range(len(vocabulary))),
+            default_value=unk_id)
+        self._merge_ranks = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(tf.constant(merges), tf.range(len(merges))),
+            default_value=_NO_MERGE)
+        table = bytes_to_unicode()
+        self._byte_chars = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(tf.constant([bytes([b]) for b in range(256)]),
+                                                tf.constant([table[b] for b in range(256)])),
+            default_value="")
+        self.wordpiece_ids = tf.function(self._wordpiece_ids, input_signature=[tf.TensorSpec([None], tf.string)],
+                                         autograph=False)
+
+    @property
+    def lookup_tables(self) -> List[tf.lookup.StaticHashTable]:
         return [self._token_ids, self._merge_ranks, self._byte_chars]
 
     def _merge(self, symbols: tf.RaggedTensor) -> tf.RaggedTensor:
@@ -222,44 +292,11 @@ class ByteLevelBpeTokenizer(BertTokenizer):
             shape_invariants=(tf.TensorShape([None]), tf.TensorShape([None]), tf.TensorShape([])))
         return tf.RaggedTensor.from_row_splits(values, splits)
 
-    def wordpiece_ids(self, texts: tf.Tensor) -> tf.RaggedTensor:
-        """BPE ids without special tokens or truncation (the name `BertTokenizer`'s callers use).
-
-        Args:
-            texts: tf.Tensor. 1-D tf.string batch.
-
-        Returns:
-            int32 RaggedTensor [batch, (pieces)].
-        """
-        words = pre_tokenize(tf.convert_to_tensor(texts, tf.string))  # [B, (words)]
+    def _wordpiece_ids(self, texts: tf.Tensor) -> tf.RaggedTensor:
+        words = pre_tokenize(texts)  # [B, (words)]
         byte_strings = tf.strings.bytes_split(words.flat_values)  # [W, (bytes)]
         symbols = tf.ragged.map_flat_values(self._byte_chars.lookup, byte_strings)  # [W, (bytes)]
         pieces = self._merge(symbols)  # [W, (pieces)]
         ids = tf.ragged.map_flat_values(self._token_ids.lookup, pieces)  # [W, (pieces)]
         ids = tf.RaggedTensor.from_row_splits(ids, words.row_splits).merge_dims(1, 2)  # [B, (pieces)]
         return tf.cast(ids, tf.int32)
-
-    def count_truncated_pairs(self, texts_a: Sequence[str], texts_b: Sequence[str], batch_size: int = 4096) -> int:
-        """How many pairs are longer than `max_seq_len` tokens as `<s> a </s></s> b </s>`."""
-        return count_pairs_over(self, texts_a, texts_b, self.config.max_seq_len - self.PAIR_SPECIAL_TOKENS,
-                                batch_size)
-
-    def pair_token_counts(self, texts_a: tf.Tensor, texts_b: tf.Tensor) -> tf.Tensor:
-        """How many tokens `tokenize_pairs` gives each pair before padding (int32 [batch])."""
-        pieces = self.wordpiece_ids(texts_a).row_lengths() + self.wordpiece_ids(texts_b).row_lengths()
-        budget = self.config.max_seq_len - self.PAIR_SPECIAL_TOKENS
-        return tf.minimum(tf.cast(pieces, tf.int32), budget) + self.PAIR_SPECIAL_TOKENS
-
-    def tokenize_pairs(self, texts_a: tf.Tensor, texts_b: tf.Tensor) -> Dict[str, tf.Tensor]:
-        """`<s> a </s></s> b </s>` with segment ids all 0, as Hugging Face encodes a RoBERTa pair,
-        "longest_first" truncated to `max_seq_len` tokens in all."""
-        a = self.wordpiece_ids(texts_a)  # [batch, (pieces_a)]
-        b = self.wordpiece_ids(texts_b)  # [batch, (pieces_b)]
-        budget = self.config.max_seq_len - self.PAIR_SPECIAL_TOKENS
-        keep_a, keep_b = longest_first_lengths(a.row_lengths(), b.row_lengths(), budget)
-        a, b = _keep_first(a, keep_a), _keep_first(b, keep_b)
-        batch = a.nrows()
-        cls = tf.fill([batch, 1], self.cls_id)
-        sep = tf.fill([batch, 1], self.sep_id)
-        ids = tf.concat([cls, a, sep, sep, b, sep], axis=1)  # [batch, (len)]
-        return self._pad(ids, tf.zeros_like(ids))

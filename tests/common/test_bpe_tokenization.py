@@ -119,6 +119,25 @@ def test_runs_inside_a_saved_model(bpe_files, tmp_path):
     np.testing.assert_array_equal(loaded.f(texts).numpy(), tokenizer(texts)["token_ids"].numpy())
 
 
+def test_tokenizers_of_one_vocabulary_share_one_tokenization_traced_once(bpe_files):
+    """A run builds several tokenizers of one vocabulary (data, models, export, each at its own
+    length): they share the tables and the traced BPE, so each graph that tokenizes calls it
+    rather than rebuilding thousands of ops; a different length still truncates differently."""
+    short = _tokenizer(bpe_files, 6)
+    long = short.with_config(TokenizerConfig(max_seq_len=64, lowercase=False))
+    again = _tokenizer(bpe_files, 64)
+    assert short._core is long._core is again._core
+    texts = tf.constant(["hello world, Café naïve 😀", "a"])
+    before = short._core.wordpiece_ids.experimental_get_tracing_count()
+    for tokenizer in (short, long, again):
+        tf.function(tokenizer.__call__)(texts)
+        tf.function(tokenizer.__call__)(texts)  # a new graph each time: the tokenization is not retraced
+    assert short._core.wordpiece_ids.experimental_get_tracing_count() - before <= 1
+    assert _rows(short(texts))[0] == _rows(long(texts))[0][:5] + [long.sep_id]
+    other = write_bpe_tokenizer_files(str(bpe_files) + "-other", vocab_size=280)
+    assert _tokenizer(other)._core is not short._core
+
+
 def test_bad_files_are_clear_errors(bpe_files, tmp_path):
     (tmp_path / "merges.txt").write_text("#version: 0.2\nab\n")
     with pytest.raises(ValueError, match="expected two symbols"):
