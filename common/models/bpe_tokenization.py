@@ -24,7 +24,6 @@ the text (a literal "<mask>") are tokenized as text, not as the special token.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import weakref
 from typing import Dict, List, Sequence, Tuple
@@ -169,17 +168,23 @@ class ByteLevelBpeTokenizer(BertTokenizer):
             raise UserError(f"pad_to_multiple_of must be >= 1, got {config.pad_to_multiple_of}.")
         if config.lowercase:
             raise ValueError("A byte-level BPE tokenizer keeps case; expected TokenizerConfig(lowercase=False).")
-        self.vocabulary = list(vocabulary)
-        self.merges = list(merges)
+        # Tuples: tf.Module would track each entry of a list (RoBERTa has 50,265 tokens and 50,000 merges).
+        self._vocabulary = tuple(vocabulary)
+        self._merges = tuple(merges)
         self.config = config
-        index = {token: i for i, token in enumerate(self.vocabulary)}
+        index = {token: i for i, token in enumerate(self._vocabulary)}
         for role, token in ROBERTA_SPECIAL_TOKENS.items():
             setattr(self, f"{role}_id", index[token])
-        self._core = _core(self.vocabulary, self.merges, self.unk_id)
+        self._core = _core(self._vocabulary, self._merges, self.unk_id)
+
+    @property
+    def merges(self) -> List[str]:
+        """The "left right" merges in rank order."""
+        return list(self._merges)
 
     def with_config(self, config: TokenizerConfig) -> "ByteLevelBpeTokenizer":
         """The same vocabulary and merges under another length or padding."""
-        return ByteLevelBpeTokenizer(self.vocabulary, self.merges, config)
+        return ByteLevelBpeTokenizer(self._vocabulary, self._merges, config)
 
     @property
     def lookup_tables(self) -> List[tf.lookup.StaticHashTable]:
@@ -224,19 +229,19 @@ class ByteLevelBpeTokenizer(BertTokenizer):
         return self._pad(ids, tf.zeros_like(ids))
 
 
-_CORES: "weakref.WeakValueDictionary[str, _BpeCore]" = weakref.WeakValueDictionary()
+_CORES: "weakref.WeakValueDictionary[tuple, _BpeCore]" = weakref.WeakValueDictionary()
 
 
-def _core(vocabulary: List[str], merges: List[str], unk_id: int) -> "_BpeCore":
+def _core(vocabulary: Tuple[str, ...], merges: Tuple[str, ...], unk_id: int) -> "_BpeCore":
     """The tables and traced tokenization of one vocabulary and merge list, shared by every
     tokenizer of the process that has them (a run builds several: its data, its models, its
     export, each at its own length), so it is built and traced once."""
     if not tf.executing_eagerly():  # tables made inside a graph belong to that graph
         return _BpeCore(vocabulary, merges, unk_id)
-    digest = hashlib.sha256(json.dumps([vocabulary, merges, unk_id]).encode("utf-8")).hexdigest()
-    core = _CORES.get(digest)
+    key = (vocabulary, merges, unk_id)
+    core = _CORES.get(key)
     if core is None:
-        core = _CORES[digest] = _BpeCore(vocabulary, merges, unk_id)
+        core = _CORES[key] = _BpeCore(vocabulary, merges, unk_id)
     return core
 
 
@@ -245,7 +250,7 @@ class _BpeCore(tf.Module):
     traced once, so that a graph that tokenizes (a dataset's map, a training step, each
     signature of an export) calls it instead of rebuilding its ~2,800 ops."""
 
-    def __init__(self, vocabulary: List[str], merges: List[str], unk_id: int):
+    def __init__(self, vocabulary: Tuple[str, ...], merges: Tuple[str, ...], unk_id: int):
         super().__init__(name="byte_level_bpe")
         self._token_ids = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(tf.constant(vocabulary), tf.range(len(vocabulary))),
