@@ -33,7 +33,7 @@ import tensorflow_text as tf_text
 
 from common.errors import UserError
 from common.models.tokenization import (BertTokenizer, TokenizerConfig, _keep_first, count_pairs_over,
-                                        longest_first_lengths)
+                                        longest_first_lengths, shared_while_used)
 
 # Unicode White_Space (Oniguruma's `\s`): the ASCII controls \t \n \v \f \r, U+0085 and the
 # separators (Zs, Zl, Zp).
@@ -175,7 +175,8 @@ class ByteLevelBpeTokenizer(BertTokenizer):
         index = {token: i for i, token in enumerate(self._vocabulary)}
         for role, token in ROBERTA_SPECIAL_TOKENS.items():
             setattr(self, f"{role}_id", index[token])
-        self._core = _core(self._vocabulary, self._merges, self.unk_id)
+        self._core = shared_while_used(_CORES, (self._vocabulary, self._merges, self.unk_id),
+                                       lambda: _BpeCore(self._vocabulary, self._merges, self.unk_id))
 
     @property
     def merges(self) -> List[str]:
@@ -229,20 +230,8 @@ class ByteLevelBpeTokenizer(BertTokenizer):
         return self._pad(ids, tf.zeros_like(ids))
 
 
+# (vocabulary, merges, unk id) -> their tables and traced tokenization.
 _CORES: "weakref.WeakValueDictionary[tuple, _BpeCore]" = weakref.WeakValueDictionary()
-
-
-def _core(vocabulary: Tuple[str, ...], merges: Tuple[str, ...], unk_id: int) -> "_BpeCore":
-    """The tables and traced tokenization of one vocabulary and merge list, shared by every
-    tokenizer of the process that has them (a run builds several: its data, its models, its
-    export, each at its own length), so it is built and traced once."""
-    if not tf.executing_eagerly():  # tables made inside a graph belong to that graph
-        return _BpeCore(vocabulary, merges, unk_id)
-    key = (vocabulary, merges, unk_id)
-    core = _CORES.get(key)
-    if core is None:
-        core = _CORES[key] = _BpeCore(vocabulary, merges, unk_id)
-    return core
 
 
 class _BpeCore(tf.Module):
