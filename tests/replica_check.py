@@ -1,11 +1,16 @@
-"""Run in a fresh process: a registered method's loss, gradients and one optimizer
-step on one device vs MirroredStrategy over 2 logical CPUs, for the same global batch.
+"""Run in a fresh process: one optimizer step of a registered method on one device vs
+MirroredStrategy over 2 logical CPUs, for the same global batch: the loss each replica
+logged, the gradient the step applied and the weights after it.
 
     python tests/replica_check.py '[{"method": <name>, "settings": {...}, "phase": <phase>}, ...]'
 
 The model and the batch come from the method's own smoke settings (`Method.smoke`)
 and data builder (a phased method's `phase_models[<phase>]` when a phase is
-named), with dropout off. Prints one JSON line per check, in order:
+named), with dropout off. Each model takes its step through its own train function
+(what `fit` and the toolkit's training loop run); with plain SGD, the gradient it
+applied is (weights before - weights after) / learning rate, the clip included, so
+one traced step per model gives all three measurements. Prints one JSON line per
+check, in order:
 {"loss_diff", "grad_diff", "weight_diff", ...}, or {"error": <traceback>} for a
 check that raised (the others still run: one process pays TensorFlow's start-up
 once for all of them).
@@ -55,13 +60,22 @@ def build(build_model, config, strategy, weights=None):
     return model
 
 
-def grads_fn(model):
-    # The gradients train_step applies: one tape, or cached mini-batches (--mini_batch_size).
-    def fn(data):
-        grads, out = model.compute_gradients(data)
-        return out["total"], [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
-                              for g, v in zip(grads, model.trainable_variables)]
-    return fn
+def one_step(model, dataset):
+    """One optimizer step through the model's own train function (what `fit` and the toolkit's
+    training loop run); returns the gradient it applied (from the SGD update: (before - after) /
+    learning rate, so a clip shows), each replica's logged loss, and the weights after it."""
+    learning_rate = float(model.optimizer.learning_rate)  # the schedule at the current step
+    before = [v.numpy() for v in model.trainable_variables]
+    model.make_train_function()
+    model.train_function(iter(dataset))
+    after = [v.numpy() for v in model.trainable_variables]
+    grads = [(b.astype(np.float64) - a) / learning_rate for b, a in zip(before, after)]
+    # The "loss" tracker of each replica: the global loss that replica computed (a Mean).
+    total, count = model.trackers["loss"].variables
+    strategy = model.distribute_strategy
+    losses = [float(t) / float(c) for t, c in zip(strategy.experimental_local_results(total.value),
+                                                   strategy.experimental_local_results(count.value))]
+    return grads, losses, model.get_weights()
 
 
 def main(name, extra, phase=None):
@@ -76,26 +90,18 @@ def main(name, extra, phase=None):
     initial = single.get_weights()
     make_dataset, _ = make_data(config, single)
     batch = next(iter(make_dataset(0)))
-    loss1, grads1 = grads_fn(single)(batch)
+    grads1, (loss1,), weights1 = one_step(single, tf.data.Dataset.from_tensors(batch))
 
     mirrored = mirrored_strategy()
-    multi = build(build_model, config, mirrored, single.get_weights())
-    data = next(iter(mirrored.experimental_distribute_dataset(tf.data.Dataset.from_tensors(batch))))
-    per_replica_loss, per_replica_grads = mirrored.run(tf.function(grads_fn(multi)), args=(data,))
-    losses2 = [float(x) for x in mirrored.experimental_local_results(per_replica_loss)]
-    grads2 = [mirrored.reduce(tf.distribute.ReduceOp.SUM, g, axis=None) for g in per_replica_grads]
-    grad_diff = max(float(tf.reduce_max(tf.abs(a - b))) for a, b in zip(grads1, grads2))
-    grad_scale = max(float(tf.reduce_max(tf.abs(a))) for a in grads1)
-
-    # One real optimizer step through each model's own train function.
-    single.make_train_function()
-    single.train_function(iter(tf.data.Dataset.from_tensors(batch)))
-    multi.make_train_function()
-    multi.train_function(iter(mirrored.experimental_distribute_dataset(tf.data.Dataset.from_tensors(batch))))
-    weight_diff = max(float(np.abs(a - b).max()) for a, b in zip(single.get_weights(), multi.get_weights()))
-    moved = max(float(np.abs(a - b).max()) for a, b in zip(single.get_weights(), initial))
-    print(json.dumps({"method": name, "phase": phase, "replicas": mirrored.num_replicas_in_sync, "loss": float(loss1),
-                      "replica_losses": losses2, "loss_diff": max(abs(float(loss1) - x) for x in losses2),
+    multi = build(build_model, config, mirrored, initial)
+    grads2, losses2, weights2 = one_step(
+        multi, mirrored.experimental_distribute_dataset(tf.data.Dataset.from_tensors(batch)))
+    grad_diff = max(float(np.abs(a - b).max()) for a, b in zip(grads1, grads2))
+    grad_scale = max(float(np.abs(a).max()) for a in grads1)
+    weight_diff = max(float(np.abs(a - b).max()) for a, b in zip(weights1, weights2))
+    moved = max(float(np.abs(a - b).max()) for a, b in zip(weights1, initial))
+    print(json.dumps({"method": name, "phase": phase, "replicas": mirrored.num_replicas_in_sync, "loss": loss1,
+                      "replica_losses": losses2, "loss_diff": max(abs(loss1 - x) for x in losses2),
                       "grad_diff": grad_diff, "grad_scale": grad_scale, "weight_diff": weight_diff,
                       "weights_moved": moved}))
     sys.stdout.flush()
