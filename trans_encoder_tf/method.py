@@ -143,16 +143,16 @@ def phase_loop(config: TrainConfig, kind: str, n_pairs: int) -> LoopConfig:
                       log_every=run.log_every, evaluate_every=options.evaluation_steps)
 
 
-def phase_evaluation(config: TrainConfig, ctx: RunContext, loop: LoopConfig, model, kind: str):
+def phase_evaluation(config: TrainConfig, ctx: RunContext, loop: LoopConfig, scorer: "DevScorer"):
     """(loop, evaluate, selection) of a phase: with `best_in_phase` and an evaluator, STS-B dev
     every `evaluation_steps` steps and at epoch ends selects the phase's weights; otherwise the
     epoch ends are scored when `eval_each_epoch` (the last step once the phase ends)."""
     if config.options.best_in_phase and ctx.evaluator is not None:
         # Every worker scores (deterministically), and run_training hands all the chief's score.
-        return loop, lambda step: _evaluate(ctx.evaluator, model, kind)[0], Selection(DEV_KEY)
+        return loop, lambda step: scorer(ctx.evaluator)[0], Selection(DEV_KEY)
     evaluator = ctx.evaluator if ctx.chief else None
     loop = dataclasses.replace(loop, evaluate_every=0, evaluate_epoch_ends=config.run.eval_each_epoch)
-    return loop, lambda step: _evaluate(evaluator, model, kind)[0] if step < loop.total_steps else {}, None
+    return loop, lambda step: scorer(evaluator)[0] if step < loop.total_steps else {}, None
 
 
 def phase_dataset(config: TrainConfig, model, kind: str, sentences1, sentences2, labels, seed: int):
@@ -252,16 +252,27 @@ class _Models:
         return model
 
 
-def _evaluate(evaluator, model, kind: str) -> Tuple[Dict[str, float], Optional[np.ndarray]]:
-    """STS-B dev of a model: ({metric: value}, the cross-encoder's dev predictions or None)."""
-    if evaluator is None:
-        return {}, None
-    if kind == "bi":  # at the length the published bi-encoder is used at, not the one it labels and trains at
-        return evaluator(model.encoder.with_length().embedding_function()), None
-    if not hasattr(evaluator, "pair_predictions"):
-        return {}, None
-    predictions = evaluator.pair_predictions(pair_fn_of(model))
-    return evaluator.spearman_of(predictions), predictions
+class DevScorer:
+    """STS-B dev of one model, as often as it is asked for: its embedding (bi) or pair-scoring
+    (cross) function is traced on the first call and reused, as a phase scores its model at
+    each evaluation and once more when it ends (a new trace each time cost as much as the
+    scoring itself on small dev sets)."""
+
+    def __init__(self, model, kind: str):
+        self.model, self.kind, self.fn = model, kind, None
+
+    def __call__(self, evaluator) -> Tuple[Dict[str, float], Optional[np.ndarray]]:
+        """({metric: value}, the cross-encoder's dev predictions or None); ({}, None) without an evaluator."""
+        if evaluator is None or (self.kind == "cross" and not hasattr(evaluator, "pair_predictions")):
+            return {}, None
+        if self.fn is None:
+            # The bi-encoder at the length it is published and used at, not the one it labels and trains at.
+            self.fn = (self.model.encoder.with_length().embedding_function() if self.kind == "bi"
+                       else pair_fn_of(self.model))
+        if self.kind == "bi":
+            return evaluator(self.fn), None
+        predictions = evaluator.pair_predictions(self.fn)
+        return evaluator.spearman_of(predictions), predictions
 
 
 def driver(ctx: RunContext) -> RunOutcome:
@@ -277,7 +288,7 @@ def driver(ctx: RunContext) -> RunOutcome:
     start: Dict[str, float] = {}  # STS-B dev of the starting bi-encoders
     if evaluator is not None:
         for m in team:
-            start[f"bi_{m}"] = _evaluate(evaluator, models.get("bi", m, 0), "bi")[0].get(DEV_KEY)
+            start[f"bi_{m}"] = DevScorer(models.get("bi", m, 0), "bi")(evaluator)[0].get(DEV_KEY)
     index = 0
     for cycle in range(1, config.options.cycles + 1):
         for kind in KINDS:
@@ -301,8 +312,9 @@ def driver(ctx: RunContext) -> RunOutcome:
                     runner.restore(phase_name(cycle - 1, kind, m), model.weights_checkpoint())
                 make_dataset = phase_dataset(config, model, kind, s1, s2, labels, config.run.seed + index)
 
-                metrics = runner.train(name, model, make_dataset, *phase_evaluation(config, ctx, loop, model, kind))
-                scores, predictions = _evaluate(evaluator, model, kind)
+                scorer = DevScorer(model, kind)
+                metrics = runner.train(name, model, make_dataset, *phase_evaluation(config, ctx, loop, scorer))
+                scores, predictions = scorer(evaluator)
                 if predictions is not None:
                     runner.save_array(name, "dev_predictions", predictions)
                 record = {"phase": name, "cycle": cycle, "kind": kind, "member": m, **scores,

@@ -12,7 +12,7 @@ import tensorflow as tf
 from common.models.export import export_cross_encoder
 from common.training import registry
 from trans_encoder_tf.data import deduplicate, load_pairs, read_pair_file, sts_sickr_pairs
-from trans_encoder_tf.method import build_phase_model, phase_loop, smoke
+from trans_encoder_tf.method import DevScorer, build_phase_model, phase_loop, smoke
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +32,33 @@ def test_cross_encoder_scores_are_the_sigmoid_of_one_logit_per_pair(config):
     names = {v.path for v in model.trainable_variables}
     assert any("pooled_dense" in n for n in names) and any("classifier" in n for n in names)
 
+
+
+class _Evaluator:
+    """An STS-B dev evaluator stand-in: scores two fixed sentences (bi) or pairs (cross)."""
+
+    def __call__(self, embed_fn):
+        return {"stsb_dev_spearman": float(np.sum(embed_fn(tf.constant(["a man runs .", "a dog"]))))}
+
+    def pair_predictions(self, pair_fn):
+        return np.asarray(pair_fn(tf.constant(["a man runs .", "a dog"]), tf.constant(["b", "c d e"])))
+
+    def spearman_of(self, predictions):
+        return {"stsb_dev_spearman": float(np.sum(predictions))}
+
+
+@pytest.mark.parametrize("kind", ["bi", "cross"])
+def test_a_phase_traces_its_dev_scoring_once_and_scores_its_current_weights(config, kind):
+    model = build_phase_model(config, kind)
+    scorer = DevScorer(model, kind)
+    first = scorer(_Evaluator())[0]["stsb_dev_spearman"]
+    traced = scorer.fn
+    for v in model.trainable_variables:  # the phase trains between two evaluations
+        v.assign(v * 1.01)
+    second = scorer(_Evaluator())[0]["stsb_dev_spearman"]
+    assert scorer(_Evaluator())[0]["stsb_dev_spearman"] == second != first
+    assert scorer.fn is traced and traced.experimental_get_tracing_count() == 1
+    assert scorer(None) == ({}, None)
 
 LOADER = r"""
 import json, sys
