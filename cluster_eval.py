@@ -80,7 +80,8 @@ def _configs():
 
 def main(argv):
     if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
+                             "--helpshort lists them.")
     import numpy as np
 
     configs = _configs()  # before any encoding: a missing extra or a bad setting fails at once

@@ -21,7 +21,8 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
+                             "--helpshort lists them.")
     for name, folder in download(FLAGS.datasets, FLAGS.out).items():
         print(f"{name}: {folder}")
     return 0

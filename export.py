@@ -33,7 +33,8 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
+                             "--helpshort lists them.")
     if FLAGS.format is None:
         raise UserError(f"--format is required: one of {', '.join(FORMATS)}.")
     config = ExportConfig(model=FLAGS.model, format=FLAGS.format, out=FLAGS.out or "", quantize=FLAGS.quantize,

@@ -29,7 +29,8 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
+                             "--helpshort lists them.")
     # A user error (unknown model, wrong mode, missing data) ends in cli.run as one line, exit 2.
     if FLAGS.mode == "cross":
         if FLAGS.precision != "fp32":

@@ -33,7 +33,8 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
+                             "--helpshort lists them.")
     config = train_config_from_flags(FLAGS, OWNERS)
     try:
         result = train(config, evaluator=StsbDevEvaluator(config.run.data_path, progress=False))

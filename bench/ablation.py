@@ -451,7 +451,8 @@ RUNNERS = {"pause": pause, "declutr": declutr, "simcse": simcse, "trans_encoder"
 
 def main(argv):
     if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
+                             "--helpshort lists them.")
     if FLAGS.method is None:
         raise UserError(f"--method is required: one of {', '.join(METHODS)}.")
     given = {name: FLAGS[name].value for name in setting_fields() if FLAGS[name].present}

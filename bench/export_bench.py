@@ -190,7 +190,8 @@ def _compare(model: str):
 
 def main(argv):
     if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
+                             "--helpshort lists them.")
     load = harness.Load()
     headers, rows, data = [], [], {}
     for model in FLAGS.models:

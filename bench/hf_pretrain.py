@@ -358,7 +358,8 @@ def throughput(data: dict, torch, device) -> dict:
 
 def main(argv):
     if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
+                             "--helpshort lists them.")
     if not FLAGS.windows:
         raise app.UsageError("--windows is required (the .npz of bench/pack_books.py).")
     if FLAGS.mode == "pretrain" and not FLAGS.out_dir:

@@ -306,7 +306,8 @@ def start_architecture(start: str) -> str:
 
 def main(argv):
     if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
+                             "--helpshort lists them.")
     from common.training import registry
 
     ladder = Ladder(FLAGS.artifacts_dir, FLAGS.data_path)

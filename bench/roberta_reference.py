@@ -91,7 +91,8 @@ def reference_side(folder: str) -> dict:
 
 def main(argv):
     if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
+                             "--helpshort lists them.")
     import numpy as np
 
     sys.path.insert(0, os.path.join(REPO, "tests"))

@@ -132,7 +132,8 @@ def end_to_end_seconds(path: str) -> dict:
 
 def main(argv):
     if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
+                             "--helpshort lists them.")
     import numpy as np
     import tensorflow as tf
 

@@ -3,9 +3,9 @@
 Import this module before anything that imports TensorFlow (it sets TF_CPP_MIN_LOG_LEVEL),
 and start the script with `cli.run(main)` instead of `app.run(main)`.
 
-A user error (`common.errors.UserError`, a file the user named that is missing or unreadable,
-a `gs://` or network failure, an artifact that could not be written) ends the script as one line
-on stderr and exit code 2. Anything else is a defect of the toolkit, a plain `ValueError`
+A user error (`common.errors.UserError`, a command line absl cannot parse or `app.UsageError`,
+a file the user named that is missing or unreadable, a `gs://` or network failure, an artifact
+that could not be written) ends the script as one line on stderr and exit code 2. Anything else is a defect of the toolkit, a plain `ValueError`
 included: its traceback is shown and the exit code is 1.
 """
 
@@ -91,8 +91,9 @@ def _parse_flags(argv):
 
 
 def run(main: Callable) -> None:
-    """`app.run(main)`, where a user error (a flag absl cannot parse included) ends as one line on stderr
-    and exit code 2. Any other exception propagates: Python prints its traceback and the exit code is 1."""
+    """`app.run(main)`, where a user error (a flag absl cannot parse and an `app.UsageError` included)
+    ends as one line on stderr and exit code 2. Any other exception propagates: Python prints its
+    traceback and the exit code is 1."""
 
     def wrapped(argv):
         if not flags.FLAGS.verbose:
@@ -101,7 +102,9 @@ def run(main: Callable) -> None:
             tf.get_logger().setLevel("ERROR")
         try:
             return main(argv)
-        except USER_ERRORS + _io_errors() as e:
+        except (app.UsageError,) + USER_ERRORS + _io_errors() as e:
+            # app.UsageError: the command line itself (stray arguments, a required flag left out); absl
+            # would print the whole usage text and exit with 1.
             if flags.FLAGS.verbose:
                 raise
             message = getattr(e, "message", None) or str(e)

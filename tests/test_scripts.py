@@ -65,8 +65,12 @@ def test_test_sts_rejects_bad_input_clearly(tmp_path):
     verbose = _run([os.path.join(ROOT, "test_sts.py"), "--model=random_tiny", f"--data_path={tmp_path / 'nope'}",
                     "--verbose"], cwd=str(tmp_path))
     assert verbose.returncode != 0 and "Traceback" in verbose.stderr
+    # A stray argument is a user error too: one line and exit 2, not absl's usage text and exit 1.
     proc = _run([os.path.join(ROOT, "test_sts.py"), "stray"], cwd=str(tmp_path))
-    assert proc.returncode != 0 and "Unexpected arguments" in proc.stderr
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "test_sts.py: Unexpected arguments: ['stray']; every input is a flag (--name=value), --helpshort lists "
+        "them. (--verbose shows the traceback)")
 
 
 

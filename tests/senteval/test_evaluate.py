@@ -206,7 +206,8 @@ def test_script_scores_several_seeds_on_one_encoding_with_their_spread(tmp_path)
 
 def test_script_rejects_bad_input_before_loading_the_model(tmp_path):
     proc = _run(["stray"], cwd=str(tmp_path))
-    assert proc.returncode != 0 and "Unexpected arguments" in proc.stderr
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines()[-1].startswith("senteval_eval.py: Unexpected arguments: ['stray']")
     data = write_senteval_root(str(tmp_path / "data"), snli=False)
     proc = _run(["--model=does-not-exist", f"--data_path={data}", "--tasks=SNLI"], cwd=str(tmp_path))
     assert proc.returncode != 0 and "SNLI/s1.train" in proc.stderr and "docs/data.md" in proc.stderr
