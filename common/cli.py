@@ -5,8 +5,9 @@ and start the script with `cli.run(main)` instead of `app.run(main)`.
 
 A user error (`common.errors.UserError`, a command line absl cannot parse or `app.UsageError`,
 a file the user named that is missing or unreadable, a `gs://` or network failure, an artifact
-that could not be written) ends the script as one line on stderr and exit code 2. Anything else is a defect of the toolkit, a plain `ValueError`
-included: its traceback is shown and the exit code is 1.
+that could not be written) ends the script as one line on stderr and exit code 2. Anything else
+is a defect of the toolkit, a plain `ValueError` included: its traceback is shown and the exit
+code is 1.
 """
 
 from __future__ import annotations
