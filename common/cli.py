@@ -103,9 +103,12 @@ def run(main: Callable) -> None:
             tf.get_logger().setLevel("ERROR")
         try:
             return main(argv)
-        except (app.UsageError,) + USER_ERRORS + _io_errors() as e:
-            # app.UsageError: the command line itself (stray arguments, a required flag left out); absl
-            # would print the whole usage text and exit with 1.
+        except app.UsageError as e:
+            # The command line itself (stray arguments): absl would print the whole usage text and exit
+            # with 1. It has no traceback worth showing, so --verbose changes nothing here.
+            sys.stderr.write(f"{os.path.basename(sys.argv[0])}: {' '.join(str(e).split())}\n")
+            return 2
+        except USER_ERRORS + _io_errors() as e:
             if flags.FLAGS.verbose:
                 raise
             message = getattr(e, "message", None) or str(e)

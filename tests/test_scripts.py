@@ -70,7 +70,9 @@ def test_test_sts_rejects_bad_input_clearly(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines()[-1] == (
         "test_sts.py: Unexpected arguments: ['stray']; every input is a flag (--name=value), --helpshort lists "
-        "them. (--verbose shows the traceback)")
+        "them.")
+    verbose = _run([os.path.join(ROOT, "test_sts.py"), "stray", "--verbose"], cwd=str(tmp_path))
+    assert verbose.returncode == 2 and verbose.stderr.strip().splitlines()[-1].startswith("test_sts.py: Unexpected")
 
 
 
