@@ -8,7 +8,9 @@
 2. floors: what needs no pretraining at all, the same architecture randomly initialised (mean and
    CLS pooling) and TF-IDF cosine; raw: the start scored with mean pooling and with CLS;
 3. simcse: unsup SimCSE on sentences cut from the books; sup SimCSE on SentEval's SNLI dev+test
-   triples (the only NLI offline: recorded as trained on SNLI);
+   triples (the only NLI offline: recorded as trained on SNLI); each publishes its best STS-B dev
+   step, and with `--simcse_lrs` each mode's learning rate is the one whose seed-0 run scored best on
+   STS-B dev (the SimCSE paper chose its learning rate on STS-B dev);
 4. pause: PAUSE at each `--percentages` of labels, and supervised-only training (cross-entropy
    on exactly the same labelled pairs, same steps, all-labelled batches, no PU term); PAUSE at 5 %
    also with the original per-epoch annealing;
@@ -69,6 +71,9 @@ def define_flags() -> None:
                          "shorter sentences are not padded to it).")
     flags.DEFINE_integer("simcse_steps", 500, "SimCSE steps (unsup: 64 sentences; sup: 64 triples).")
     flags.DEFINE_list("simcse_modes", ["unsup", "sup"], "SimCSE rows to train (unsup, sup).")
+    flags.DEFINE_list("simcse_lrs", [], "SimCSE peak learning rates to try, per mode, on seed 0: the one whose published "
+                      "step scored best on STS-B dev trains every seed, as the SimCSE paper chose its learning rate "
+                      "on STS-B dev (empty: --finetune_lr).")
     flags.DEFINE_integer("simcse_eval_every", 125, "SimCSE: steps between STS-B dev evaluations; the best is kept "
                          "(the official trainer's 125).")
     flags.DEFINE_integer("pause_steps", 200, "PAUSE and supervised-only steps of 64 pairs.")
@@ -113,15 +118,26 @@ class Ladder:
     def _load(self) -> Dict[str, Any]:
         return json.load(open(self.scores_path)) if os.path.exists(self.scores_path) else {}
 
-    def run(self, name: str, method: str, settings: Dict[str, Any], evaluator=None) -> str:
-        """Trains (or reuses, or resumes) the run `name`; returns its model directory."""
+    def run(self, name: str, method: str, settings: Dict[str, Any], evaluator=None, row: str = None) -> str:
+        """Trains (or reuses, or resumes) the run `name`; returns its model directory.
+
+        Its training record goes to the scores entry `row` (default `name`): a row whose run was trained
+        under another name (a learning-rate pilot that became seed 0) gets that run's record.
+        """
         from common.training.registry import build_config
         from common.training.runs import train
 
+        row = row or name
         root = os.path.join(self.root, "runs", name)
         models = os.path.join(root, "model")
         done = sorted(d for d in os.listdir(models) if not d.startswith(".")) if os.path.isdir(models) else []
         if done:
+            trained = self.scores.get(name, {})
+            if row != name and "run_id" in trained and self.scores.get(row, {}).get("run") != name:
+                # The row's scores (if any) were another run's: it starts over with this run's record.
+                self.scores[row] = dict({k: trained[k] for k in ("train_seconds", "metrics", "run_id", "settings")
+                                         if k in trained}, run=name)
+                self._save(row)
             return os.path.join(models, done[-1])
         ckpt = os.path.join(root, "ckpt")
         started = sorted(os.listdir(ckpt)) if os.path.isdir(ckpt) else []
@@ -132,11 +148,12 @@ class Ladder:
             config = config.replace(resume=started[-1])
         began = time.time()
         result = train(config, evaluator)
-        entry = self.scores.setdefault(name, {})
         # A resumed run's seconds are those of its last piece; config.json has the total.
-        entry.update(train_seconds=round(time.time() - began, 1), metrics=result["metrics"],
-                     run_id=result["run_id"], settings={k: v for k, v in settings.items() if k != "model"})
-        self._save(name)
+        record = dict(train_seconds=round(time.time() - began, 1), metrics=result["metrics"],
+                      run_id=result["run_id"], settings={k: v for k, v in settings.items() if k != "model"})
+        for key in {name, row}:
+            self.scores.setdefault(key, {}).update(record, run=name)
+            self._save(key)
         return result["model_dir"]
 
     def score(self, name: str, model_dir: str, pooling: str = None, senteval: bool = True,
@@ -244,6 +261,24 @@ class Ladder:
                      ", ".join(f"{p['lr']:g}: {p['heldout_loss']:.3f}" for p in found), chosen)
         return chosen
 
+    def choose_on_dev(self, family: str, lrs: List[float], train) -> float:
+        """Trains `train(lr)` (seed 0) at each learning rate; returns the one whose published step scored best on
+        STS-B dev (the run's own best-on-dev selection), and records the sweep under `_lr_sweeps` for the page."""
+        found = []
+        for lr in lrs:
+            with open(os.path.join(train(lr), "config.json")) as f:
+                selection = json.load(f).get("selection") or {}
+            if selection.get("metric") != "stsb_dev_spearman" or selection.get("score") is None:
+                raise ValueError(f"{family} at learning rate {lr:g}: the run recorded no STS-B dev selection "
+                                 f"({selection}); a learning-rate sweep needs best-on-dev runs.")
+            found.append(dict(lr=lr, stsb_dev=selection["score"], step=selection["step"]))
+        chosen = max(found, key=lambda p: p["stsb_dev"])["lr"]
+        self.scores.setdefault("_lr_sweeps", {})[family] = dict(tried=found, chosen_lr=chosen)
+        self._save("_lr_sweeps")
+        logging.info("%s learning rates (STS-B dev of the published step): %s; training every seed at %g.", family,
+                     ", ".join(f"{p['lr']:g}: {p['stsb_dev']:.2f}" for p in found), chosen)
+        return chosen
+
     def record_phases(self, name: str, model_dir: str) -> None:
         """A Trans-Encoder run's phase records (pseudo-label spread, STS-B dev) from its config.json."""
         with open(os.path.join(model_dir, "config.json")) as f:
@@ -348,10 +383,23 @@ def main(argv):
 
         sts_dev = StsbDevEvaluator(FLAGS.data_path, progress=False)
     selection = dict(eval_every=FLAGS.simcse_eval_every, publish_best=True)
+    simcse_settings = {"unsup": dict(model=raw, train_steps_per_epoch=FLAGS.simcse_steps, **selection),
+                       "sup": dict(model=raw, simcse_mode="sup", train_data=NLI_OFFLINE, batch_size=64, train_epochs=1,
+                                   train_steps_per_epoch=FLAGS.simcse_steps, **selection)}
+    simcse_lrs = [float(x) for x in FLAGS.simcse_lrs]
+    chosen_lrs: Dict[str, float] = {}
+
+    def simcse(mode: str, seed: int, row: str = None, at: float = None) -> str:
+        """SimCSE `mode` at seed `seed`, at `at` or the mode's learning rate (chosen on STS-B dev with --simcse_lrs)."""
+        if at is None and mode not in chosen_lrs:
+            chosen_lrs[mode] = (ladder.choose_on_dev(f"simcse {mode}", simcse_lrs, lambda x: simcse(mode, 0, at=x))
+                                if simcse_lrs else lr)
+        at = chosen_lrs[mode] if at is None else at
+        name = f"simcse {mode} lr {at:g} seed {seed}" if simcse_lrs else f"simcse {mode} seed {seed}"
+        return ladder.run(name, "simcse", dict(simcse_settings[mode], train_lr=at, seed=seed), sts_dev, row=row)
 
     def unsup(seed: int) -> str:
-        return ladder.run(f"simcse unsup seed {seed}", "simcse", dict(
-            model=raw, train_lr=lr, train_steps_per_epoch=FLAGS.simcse_steps, seed=seed, **selection), sts_dev)
+        return simcse("unsup", seed, row=f"simcse unsup seed {seed}")
 
     if "simcse" in stages:
         for seed in seeds:
@@ -362,10 +410,7 @@ def main(argv):
             if "sup" not in FLAGS.simcse_modes:
                 continue
             name = f"simcse sup seed {seed}"
-            sup = ladder.run(name, "simcse", dict(model=raw, simcse_mode="sup", train_data=NLI_OFFLINE,
-                                                  batch_size=64, train_epochs=1, train_lr=lr, seed=seed,
-                                                  train_steps_per_epoch=FLAGS.simcse_steps, **selection), sts_dev)
-            ladder.score(name, sup, senteval=seed in senteval_seeds)
+            ladder.score(name, simcse("sup", seed, row=name), senteval=seed in senteval_seeds)
     if "pause" in stages:
         common = dict(model=raw, train_data=NLI_OFFLINE, batch_size=64, max_seq_len=64, train_epochs=4,
                       train_lr=lr, train_steps_per_epoch=FLAGS.pause_steps // 4)
@@ -574,6 +619,7 @@ def plot(scores: Dict[str, Any], runs_root: str, out_dir: str, percentages: List
               ("declutr contrastive + MLM seed 0", "train/loss", "DeCLUTR contrastive + MLM loss")]
     panels = []
     for run, tag, label in curves:
+        run = scores.get(run, {}).get("run", run)  # a row trained under another name (a learning-rate sweep)
         run_root = os.path.join(runs_root, "runs", run)
         if os.path.isdir(run_root):
             steps, values = _scalars(run_root, tag)
@@ -653,11 +699,22 @@ def _pilot_text(pilots) -> str:
             f"pilots ({tried}; STS-B dev, where measured, shown and not used).")
 
 
+def _sweep_lines(scores: Dict[str, Any]) -> List[str]:
+    """The learning rates tried on STS-B dev (seed 0) before a family trained every seed."""
+    sweeps = scores.get("_lr_sweeps", {})
+    return [f"{family}: learning rate {sweep['chosen_lr']:g} for every seed, the best STS-B dev of seed-0 runs at "
+            + ", ".join(f"{p['lr']:g} ({p['stsb_dev']:.2f}, step {p['step']})" for p in sweep["tried"])
+            + " (STS-B dev of each run's published step)." for family, sweep in sorted(sweeps.items())]
+
+
 def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, command: str) -> str:
     """The results page (`results_dir`/README.md), its plots and results.json; returns the page's text."""
     found = claims(scores, FLAGS.percentages)
     lines = pages.header("Reproduction ladder: results", "bench.reproduce", command)
     lines += _start_lines(scores) + [""]
+    sweeps = _sweep_lines(scores)
+    if sweeps:
+        lines += [*sweeps, ""]
     lines += ["Scores: Spearman x100 of cosine similarity; STS avg over STS12-16, STS-B test and SICK-R test; "
               "every model scored on untruncated sentences. Trained rows: mean ± sample sd over seeds. Settings "
               "were chosen on STS-B dev and held-out masked-LM loss only.", "", report(scores), "",

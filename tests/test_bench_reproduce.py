@@ -129,3 +129,42 @@ def test_the_floor_of_a_start_pretrained_from_an_old_spelling_is_its_fresh_bert(
 
     assert [reproduce.start_architecture(str(start)), reproduce.start_architecture("bert_mini")] == [
         "random_bert_tiny", "random_bert_mini"]
+
+
+def test_a_learning_rate_sweep_picks_the_best_dev_run_and_seed_0_is_that_run(tmp_path):
+    """SimCSE's learning rate is chosen on STS-B dev (its paper's protocol): the sweep picks the run whose
+    published step scored best, the seed-0 row takes that run's record (not a stale score of another run), and
+    the page lists what was tried."""
+    from bench import reproduce
+
+    ladder = reproduce.Ladder(str(tmp_path), "unused")
+    dev = {3e-5: (44.0, 500), 1e-4: (46.5, 125), 3e-4: (45.0, 250)}
+    for lr, (score, step) in dev.items():
+        name = f"simcse unsup lr {lr:g} seed 0"
+        model = tmp_path / "runs" / name / "model" / "1"
+        model.mkdir(parents=True)
+        (model / "config.json").write_text(json.dumps(
+            {"selection": {"metric": "stsb_dev_spearman", "score": score, "step": step}}))
+        ladder.scores[name] = {"run_id": f"id {lr:g}", "train_seconds": 10.0, "metrics": {}, "settings": {}}
+        ladder._save(name)  # as a run that trained saves its record
+
+    def train(lr, row=None):
+        return ladder.run(f"simcse unsup lr {lr:g} seed 0", "simcse", {}, row=row)
+
+    assert ladder.choose_on_dev("simcse unsup", list(dev), train) == 1e-4
+    ladder.scores["simcse unsup seed 0"] = {"sts_avg": 1.0, "stsb_dev": 2.0}  # scored from an earlier run
+    ladder._save("simcse unsup seed 0")
+    train(1e-4, row="simcse unsup seed 0")
+    saved = json.load(open(tmp_path / "scores.json"))
+    assert saved["simcse unsup seed 0"] == {"run_id": "id 0.0001", "train_seconds": 10.0, "metrics": {},
+                                            "settings": {}, "run": "simcse unsup lr 0.0001 seed 0"}
+    assert saved["_lr_sweeps"]["simcse unsup"]["chosen_lr"] == 1e-4
+    (line,) = reproduce._sweep_lines(saved)
+    assert line == ("simcse unsup: learning rate 0.0001 for every seed, the best STS-B dev of seed-0 runs at "
+                    "3e-05 (44.00, step 500), 0.0001 (46.50, step 125), 0.0003 (45.00, step 250) "
+                    "(STS-B dev of each run's published step).")
+    (tmp_path / "runs" / "simcse unsup lr 3e-05 seed 0" / "model" / "1" / "config.json").write_text("{}")
+    import pytest
+
+    with pytest.raises(ValueError, match="no STS-B dev selection"):
+        ladder.choose_on_dev("simcse unsup", [3e-5], train)
