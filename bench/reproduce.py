@@ -510,8 +510,39 @@ def _row(groups, name: str, key: str = "sts_avg"):
     return verdicts.Row(name, values, fixed=_fixed(name)) if values else None
 
 
-def claims(scores: Dict[str, Any], percentages: List[str]) -> List[verdicts.Verdict]:
-    """Each paper claim with its verdict (STS avg; rules in `bench.verdicts`)."""
+def collapsed_runs(scores: Dict[str, Any], runs_root: str) -> Dict[str, List[str]]:
+    """Rule 6 (`bench.verdicts.collapsed`) over the SimCSE rows' runs: {row: [one line per collapsed seed]}.
+
+    The final training loss and the batch come from each run's own config.json."""
+    out: Dict[str, List[str]] = {}
+    for name, entry in sorted(scores.items()):
+        if not (isinstance(entry, dict) and name.startswith("simcse") and entry.get("run_id") and "sts_avg" in entry):
+            continue
+        path = os.path.join(runs_root, "runs", entry.get("run", name), "model", entry["run_id"], "config.json")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            record = json.load(f)
+        config = record["config"]
+        candidates = config["run"]["batch_size"] * (2 if config["simcse"]["mode"] == "sup" else 1)
+        found = verdicts.collapsed(record.get("metrics", {}).get("loss"), candidates)
+        if found:
+            out.setdefault(name.split(" seed ")[0], []).append(f"{name}: {found}")
+    return out
+
+
+def claims(scores: Dict[str, Any], percentages: List[str],
+           collapsed: Dict[str, List[str]] = None) -> List[verdicts.Verdict]:
+    """Each paper claim with its verdict (STS avg; rules in `bench.verdicts`); `collapsed` from `collapsed_runs`."""
+    collapsed = collapsed or {}
+
+    def unless_collapsed(verdict: verdicts.Verdict, rows: List[str]) -> verdicts.Verdict:
+        found = [line for row in rows for line in collapsed.get(row, [])]
+        if not found or verdict.outcome == verdicts.NOT_RUN:
+            return verdict
+        return verdicts.Verdict(verdict.claim, verdicts.NOT_TESTABLE,
+                                f"{verdict.detail}; collapsed: {'; '.join(found)}")
+
     g = _groups(scores)
     r = lambda name: _row(g, name)  # noqa: E731
     out = []
@@ -525,8 +556,10 @@ def claims(scores: Dict[str, Any], percentages: List[str]) -> List[verdicts.Verd
               if row]
     best_floor = max(floors, key=lambda row: row.mean, default=None)
     out.append(verdicts.above("The pretrained start above every floor (random init, TF-IDF)", raw, best_floor))
-    out.append(verdicts.above("SimCSE unsup at least 5 points above the raw model", r("simcse unsup"), raw, margin=5.0))
-    out.append(verdicts.above("SimCSE sup above SimCSE unsup", r("simcse sup"), r("simcse unsup")))
+    out.append(unless_collapsed(verdicts.above("SimCSE unsup at least 5 points above the raw model", r("simcse unsup"),
+                                               raw, margin=5.0), ["simcse unsup"]))
+    out.append(unless_collapsed(verdicts.above("SimCSE sup above SimCSE unsup", r("simcse sup"), r("simcse unsup")),
+                                ["simcse sup", "simcse unsup"]))
     both, con, mlm = r("declutr contrastive + MLM"), r("declutr contrastive only"), r("declutr MLM only")
     out.append(verdicts.above("DeCLUTR (contrastive + MLM) above the raw model", both, raw))
     out.append(verdicts.all_of("DeCLUTR contrastive + MLM above contrastive only and above MLM only",
@@ -540,7 +573,7 @@ def claims(scores: Dict[str, Any], percentages: List[str]) -> List[verdicts.Verd
         if degenerate and verdict.outcome != verdicts.NOT_RUN:
             verdict = verdicts.Verdict(claim, verdicts.NOT_TESTABLE,
                                        f"{verdict.detail}; degenerate: {'; '.join(degenerate)}")
-        out.append(verdict)
+        out.append(unless_collapsed(verdict, ["simcse unsup"]))
     return out
 
 
@@ -709,7 +742,7 @@ def _sweep_lines(scores: Dict[str, Any]) -> List[str]:
 
 def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, command: str) -> str:
     """The results page (`results_dir`/README.md), its plots and results.json; returns the page's text."""
-    found = claims(scores, FLAGS.percentages)
+    found = claims(scores, FLAGS.percentages, collapsed_runs(scores, runs_root))
     lines = pages.header("Reproduction ladder: results", "bench.reproduce", command)
     lines += _start_lines(scores) + [""]
     sweeps = _sweep_lines(scores)

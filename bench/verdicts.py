@@ -15,6 +15,9 @@ row it needs has no score yet). The rules, as `RULES` states them on the results
    of the scores the cross-encoder learned from) teach the next model nothing but a constant.
 5. A claim made of several (one per label percentage) HOLDS when each part holds, DID NOT HOLD
    when any part did not, and is otherwise NOT TESTABLE HERE (or NOT RUN).
+6. A SimCSE claim is NOT TESTABLE HERE when a run of a row it compares collapsed: its training loss
+   ended within `COLLAPSE_SHARE` of the chance level ln(candidates), the loss of embeddings that tell
+   no candidate from another (every sentence equally similar to all of them).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ HELD, NOT_HELD, NOT_TESTABLE, NOT_RUN = "HELD", "DID NOT HOLD", "NOT TESTABLE HE
 MIN_SEEDS = 3
 # A cycle is degenerate when its pseudo-labels' std is below this share of the bi-encoder's cosine spread.
 DEGENERATE_SHARE = 0.25
+# A contrastive run collapsed when its final training loss is above (1 - this) x ln(candidates).
+COLLAPSE_SHARE = 0.02
 
 RULES = (
     f"Verdict rules: a trained row needs at least {MIN_SEEDS} seeds (floors and the pretrained start are fixed "
@@ -34,7 +39,9 @@ RULES = (
     "se = sqrt(sd_A²/n_A + sd_B²/n_B): |d| <= se is NOT TESTABLE HERE (within seed noise), d > se HELD, "
     "d < -se DID NOT HOLD; a margin claim is NOT TESTABLE HERE when every row of its family lies inside the "
     f"margin; a Trans-Encoder claim is NOT TESTABLE HERE when a cycle's pseudo-labels have a standard deviation "
-    f"below {DEGENERATE_SHARE:g} of the bi-encoder's cosine spread (degenerate); a claim over several label "
+    f"below {DEGENERATE_SHARE:g} of the bi-encoder's cosine spread (degenerate); a SimCSE claim is NOT TESTABLE "
+    f"HERE when a run it compares collapsed: its training loss ended within {100 * COLLAPSE_SHARE:g} % of the "
+    "chance level ln(candidates), where no candidate is told from another; a claim over several label "
     "percentages holds when every part holds and fails when any part fails.")
 
 
@@ -155,3 +162,19 @@ def degenerate_cycles(phases: Sequence[dict]) -> List[str]:
             out.append(f"cycle {cycle}: pseudo-label std {min(bi):.4f} < {DEGENERATE_SHARE:g} x bi-encoder cosine "
                        f"std {max(cross):.4f}")
     return out
+
+
+def collapsed(loss: Optional[float], candidates: int) -> str:
+    """Rule 6 for one contrastive run: a description if its final training loss sits at chance, else "".
+
+    Args:
+        loss: float or None. The run's training loss over its last logged steps.
+        candidates: int. What each sentence is scored against (unsup SimCSE: the batch's second views;
+            sup: those and the hard negatives); chance is ln(candidates).
+    """
+    if loss is None or candidates < 2:
+        return ""
+    chance = math.log(candidates)
+    if loss < (1.0 - COLLAPSE_SHARE) * chance:
+        return ""
+    return f"final training loss {loss:.3f} vs chance ln({candidates}) = {chance:.3f}"

@@ -168,3 +168,27 @@ def test_a_learning_rate_sweep_picks_the_best_dev_run_and_seed_0_is_that_run(tmp
 
     with pytest.raises(ValueError, match="no STS-B dev selection"):
         ladder.choose_on_dev("simcse unsup", [3e-5], train)
+
+
+def test_a_simcse_claim_on_a_collapsed_run_is_not_testable(tmp_path):
+    """A sup SimCSE run whose training loss ended at ln(2 x batch) collapsed: the claim comparing it says so
+    instead of DID NOT HOLD; the runs' losses and batches come from their own config.json."""
+    from bench import reproduce
+
+    scores = {"raw (mean)": {"sts_avg": 50.0, "stsb_dev": 60.0}}
+    for seed in range(3):
+        for mode, loss, sts in (("unsup", 0.1, 52.0 + seed), ("sup", 4.86 - 0.01 * seed, 20.0 + seed)):
+            name = f"simcse {mode} seed {seed}"
+            run = f"simcse {mode} lr 0.0003 seed {seed}"
+            model = tmp_path / "runs" / run / "model" / "id"
+            model.mkdir(parents=True)
+            (model / "config.json").write_text(json.dumps({
+                "config": {"run": {"batch_size": 64}, "simcse": {"mode": mode}}, "metrics": {"loss": loss}}))
+            scores[name] = {"sts_avg": sts, "stsb_dev": sts, "run_id": "id", "run": run}
+    collapsed = reproduce.collapsed_runs(scores, str(tmp_path))
+    assert list(collapsed) == ["simcse sup"] and len(collapsed["simcse sup"]) == 3
+    found = {v.claim: v for v in reproduce.claims(scores, ["5"], collapsed)}
+    sup = found["SimCSE sup above SimCSE unsup"]
+    assert sup.outcome == "NOT TESTABLE HERE" and "collapsed: simcse sup seed 0: final training loss 4.860" in sup.detail
+    assert found["SimCSE unsup at least 5 points above the raw model"].outcome == "DID NOT HOLD"
+    assert {v.claim: v.outcome for v in reproduce.claims(scores, ["5"])}["SimCSE sup above SimCSE unsup"] == "DID NOT HOLD"

@@ -85,3 +85,11 @@ def test_row_statistics():
     assert row.mean == 2.0 and row.sd == pytest.approx(1.0) and row.n == 3
     assert row.describe() == "2.00 ± 1.00 (3 seeds)"
     assert not math.isnan(Row("f", [5.0], fixed=True).sd)
+
+
+def test_a_contrastive_run_whose_loss_ends_at_chance_collapsed():
+    """ln(128) = 4.852: sup SimCSE with 64 pairs scores each sentence against 128 candidates."""
+    assert verdicts.collapsed(4.861, 128) == "final training loss 4.861 vs chance ln(128) = 4.852"
+    assert verdicts.collapsed(4.80, 128)  # within 2 % below chance: still nothing learned
+    assert verdicts.collapsed(4.0, 128) == "" and verdicts.collapsed(0.1, 64) == ""
+    assert verdicts.collapsed(None, 64) == ""
