@@ -238,7 +238,7 @@ class Ladder:
         self.scores["_start"] = entry
         self._save("_start")
 
-    def pilots(self, settings: Dict[str, Any], lrs: List[str], steps: int, evaluator=None) -> float:
+    def pilots(self, settings: Dict[str, Any], lrs: List[float], steps: int, evaluator=None) -> float:
         """Short masked-LM pilots, one per peak learning rate; returns the one with the lowest held-out loss.
 
         The choice uses the held-out books' masked-LM loss only (never an STS score); each pilot's
@@ -339,10 +339,24 @@ def start_architecture(start: str) -> str:
     return config
 
 
+def learning_rates(flag: str, values: List[str]) -> List[float]:
+    """A list flag of learning rates as floats; anything but positive numbers is a user error."""
+    try:
+        rates = [float(v) for v in values]
+    except ValueError:
+        rates = []
+    if len(rates) != len(values) or not all(r > 0 for r in rates):
+        raise UserError(f"--{flag}={','.join(values)}: expected positive learning rates separated by commas "
+                        f"(e.g. --{flag}=3e-5,1e-4,3e-4).")
+    return rates
+
+
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
                              "--helpshort lists them.")
+    pilot_lrs = learning_rates("pilot_lrs", FLAGS.pilot_lrs)
+    simcse_lrs = learning_rates("simcse_lrs", FLAGS.simcse_lrs)
     from common.training import registry
 
     ladder = Ladder(FLAGS.artifacts_dir, FLAGS.data_path)
@@ -362,7 +376,7 @@ def main(argv):
         epochs = FLAGS.pretrain_epochs
         base = dict(model=FLAGS.encoder, batch_size=FLAGS.pretrain_batch, eval_each_epoch=True, checkpoint_every=50,
                     dropout=0.0)
-        lr = (ladder.pilots(base, FLAGS.pilot_lrs, FLAGS.pilot_steps, watch) if FLAGS.pilot_lrs
+        lr = (ladder.pilots(base, pilot_lrs, FLAGS.pilot_steps, watch) if pilot_lrs
               else FLAGS.pretrain_lr)
         raw = ladder.run("pretrain", "mlm", dict(base, train_epochs=epochs, train_lr=lr,
                                                  train_steps_per_epoch=FLAGS.pretrain_steps // epochs), watch)
@@ -386,7 +400,6 @@ def main(argv):
     simcse_settings = {"unsup": dict(model=raw, train_steps_per_epoch=FLAGS.simcse_steps, **selection),
                        "sup": dict(model=raw, simcse_mode="sup", train_data=NLI_OFFLINE, batch_size=64, train_epochs=1,
                                    train_steps_per_epoch=FLAGS.simcse_steps, **selection)}
-    simcse_lrs = [float(x) for x in FLAGS.simcse_lrs]
     chosen_lrs: Dict[str, float] = {}
 
     def simcse(mode: str, seed: int, row: str = None, at: float = None) -> str:

@@ -193,3 +193,16 @@ def test_a_simcse_claim_on_a_collapsed_run_is_not_testable(tmp_path):
     assert sup.outcome == "NOT TESTABLE HERE" and "collapsed: simcse sup seed 0: final training loss 4.860" in sup.detail
     assert found["SimCSE unsup at least 5 points above the raw model"].outcome == "DID NOT HOLD"
     assert {v.claim: v.outcome for v in reproduce.claims(scores, ["5"])}["SimCSE sup above SimCSE unsup"] == "DID NOT HOLD"
+
+
+def test_learning_rate_flags_take_positive_numbers_only():
+    import pytest
+
+    from bench import reproduce
+    from common.errors import UserError
+
+    assert reproduce.learning_rates("simcse_lrs", ["3e-5", "1e-4"]) == [3e-5, 1e-4]
+    assert reproduce.learning_rates("simcse_lrs", []) == []
+    for bad in (["abc"], ["0"], ["1e-4", "-1"]):
+        with pytest.raises(UserError, match="expected positive learning rates"):
+            reproduce.learning_rates("simcse_lrs", bad)
