@@ -357,15 +357,15 @@ def main(argv):
                              "--helpshort lists them.")
     pilot_lrs = learning_rates("pilot_lrs", FLAGS.pilot_lrs)
     simcse_lrs = learning_rates("simcse_lrs", FLAGS.simcse_lrs)
+    if FLAGS.start and not os.path.isdir(FLAGS.start):  # before the ladder makes its artifacts directory
+        raise FileNotFoundError(f"--start={FLAGS.start}: no such directory; give a pretrained BERT folder "
+                                "(e.g. one bench/hf_pretrain.py wrote) or leave --start empty to pretrain here.")
     from common.training import registry
 
     ladder = Ladder(FLAGS.artifacts_dir, FLAGS.data_path)
     stages = set(FLAGS.stages)
     began = time.time()
     if FLAGS.start:
-        if not os.path.isdir(FLAGS.start):
-            raise FileNotFoundError(f"--start={FLAGS.start}: no such directory; give a pretrained BERT folder "
-                                    "(e.g. one bench/hf_pretrain.py wrote) or leave --start empty to pretrain here.")
         raw = os.path.abspath(FLAGS.start)
         ladder.record_start(FLAGS.start)  # as given: the results page names no path of this machine
     else:

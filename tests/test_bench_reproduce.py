@@ -206,3 +206,12 @@ def test_learning_rate_flags_take_positive_numbers_only():
     for bad in (["abc"], ["0"], ["1e-4", "-1"]):
         with pytest.raises(UserError, match="expected positive learning rates"):
             reproduce.learning_rates("simcse_lrs", bad)
+
+
+def test_a_missing_start_is_one_line_and_exit_2_and_leaves_no_artifacts_directory(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "bench.reproduce", f"--start={tmp_path / 'missing'}", "--stages=",
+                             f"--artifacts_dir={tmp_path / 'ladder'}", f"--results_dir={tmp_path / 'page'}"],
+                            cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().count("\n") == 0 and "no such directory" in result.stderr
+    assert not (tmp_path / "ladder").exists() and not (tmp_path / "page").exists()
