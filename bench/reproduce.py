@@ -288,28 +288,54 @@ class Ladder:
                                    "stsb_dev_spearman")} for p in phases]
         self._save(name)
 
-    def _save(self, name: str) -> None:
+    def _invocation(self, now: float) -> Dict[str, Any]:
+        """This invocation's record so far: its interval, the highest load seen, the CPU others used."""
+        self.max_load = max(self.max_load, os.getloadavg()[0])
+        invocation = dict(start=self.began, seconds=round(now - self.began, 1), max_load1=round(self.max_load, 2),
+                          command=pages.command("bench.reproduce"))
+        busy = machine_busy_ticks()
+        if busy is not None and self.cpu_start[1] is not None:
+            invocation["other_cores"] = other_cores(self.cpu_start, (now, busy, process_ticks()))
+        return invocation
+
+    def _write(self, update) -> Dict[str, Any]:
+        """Merges into scores.json under the file lock: `update(merged)` changes what was read, which is written."""
         import fcntl
 
         with open(self.scores_path + ".lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             merged = self._load()
+            update(merged)
+            tmp = self.scores_path + f".tmp{os.getpid()}"
+            with open(tmp, "w") as f:
+                json.dump(merged, f, indent=1)
+            os.replace(tmp, self.scores_path)
+        return merged
+
+    def _save(self, name: str) -> None:
+        def update(merged):
             self.touched.add(name)
             merged.update({k: self.scores[k] for k in self.touched})
             meta = merged.setdefault("_meta", {})
             meta["updated"] = time.time()
-            self.max_load = max(self.max_load, os.getloadavg()[0])
-            invocation = dict(start=self.began, seconds=round(meta["updated"] - self.began, 1),
-                              max_load1=round(self.max_load, 2), command=pages.command("bench.reproduce"))
-            busy = machine_busy_ticks()
-            if busy is not None and self.cpu_start[1] is not None:
-                invocation["other_cores"] = other_cores(self.cpu_start, (meta["updated"], busy, process_ticks()))
-            meta.setdefault("invocations", {})[self.invocation] = invocation
-            self.scores = merged
-            tmp = self.scores_path + f".tmp{os.getpid()}"
-            with open(tmp, "w") as f:
-                json.dump(self.scores, f, indent=1)
-            os.replace(tmp, self.scores_path)
+            meta.setdefault("invocations", {})[self.invocation] = self._invocation(meta["updated"])
+
+        self.scores = self._write(update)
+
+    def keep_time(self, every: float = 300.0) -> None:
+        """Records this invocation's interval every `every` seconds from a daemon thread, so one killed in a
+        long run (a pretraining saves no result for hours) still counts the time it ran. It writes only its own
+        invocation record, read from and merged into the file, never this process's scores."""
+        import threading
+
+        tick = threading.Event()
+
+        def beat():
+            while not tick.wait(every):
+                self._write(lambda merged: merged.setdefault("_meta", {}).setdefault("invocations", {}).update(
+                    {self.invocation: self._invocation(time.time())}))
+
+        threading.Thread(target=beat, name="ladder-time", daemon=True).start()
 
 
 def tfidf_cosines(first, second):
@@ -363,6 +389,7 @@ def main(argv):
     from common.training import registry
 
     ladder = Ladder(FLAGS.artifacts_dir, FLAGS.data_path)
+    ladder.keep_time()
     stages = set(FLAGS.stages)
     began = time.time()
     if FLAGS.start:

@@ -215,3 +215,20 @@ def test_a_missing_start_is_one_line_and_exit_2_and_leaves_no_artifacts_director
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().count("\n") == 0 and "no such directory" in result.stderr
     assert not (tmp_path / "ladder").exists() and not (tmp_path / "page").exists()
+
+
+def test_an_invocation_records_its_time_while_a_long_run_saves_nothing(tmp_path):
+    """keep_time writes this invocation's interval on its own, beside the rows another save wrote, so a ladder
+    killed in the middle of a pretraining still counts the time it ran."""
+    import time
+
+    from bench import reproduce
+
+    ladder = reproduce.Ladder(str(tmp_path), "unused")
+    ladder.scores["raw (mean)"] = {"sts_avg": 1.0}
+    ladder._save("raw (mean)")
+    ladder.keep_time(every=0.05)
+    time.sleep(0.6)
+    saved = json.load(open(tmp_path / "scores.json"))
+    (record,) = saved["_meta"]["invocations"].values()
+    assert record["seconds"] >= 0.5 and saved["raw (mean)"] == {"sts_avg": 1.0}
