@@ -134,10 +134,8 @@ class Ladder:
         if done:
             trained = self.scores.get(name, {})
             if row != name and "run_id" in trained and self.scores.get(row, {}).get("run") != name:
-                # The row's scores (if any) were another run's: it starts over with this run's record.
-                self.scores[row] = dict({k: trained[k] for k in ("train_seconds", "metrics", "run_id", "settings")
-                                         if k in trained}, run=name)
-                self._save(row)
+                self._record(row, name, {k: trained[k] for k in ("train_seconds", "metrics", "run_id", "settings")
+                                         if k in trained})
             return os.path.join(models, done[-1])
         ckpt = os.path.join(root, "ckpt")
         started = sorted(os.listdir(ckpt)) if os.path.isdir(ckpt) else []
@@ -152,9 +150,17 @@ class Ladder:
         record = dict(train_seconds=round(time.time() - began, 1), metrics=result["metrics"],
                       run_id=result["run_id"], settings={k: v for k, v in settings.items() if k != "model"})
         for key in {name, row}:
-            self.scores.setdefault(key, {}).update(record, run=name)
-            self._save(key)
+            self._record(key, name, record)
         return result["model_dir"]
+
+    def _record(self, key: str, run: str, record: Dict[str, Any]) -> None:
+        """Gives the scores entry `key` the training record of the run `run`. A row whose scores belonged to
+        another run (a sweep retrained it under a new name) starts over, so stale scores are not reused."""
+        entry = self.scores.get(key, {})
+        if key != run and entry.get("run") != run:
+            entry = {}
+        self.scores[key] = dict(entry, **record, run=run)
+        self._save(key)
 
     def score(self, name: str, model_dir: str, pooling: str = None, senteval: bool = True,
               encoder_settings: Dict[str, Any] = None) -> Dict[str, Any]:
