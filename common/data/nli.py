@@ -1,46 +1,57 @@
-"""NLI sentence pairs (SNLI 1.0, MultiNLI 1.0, GLUE MNLI, SentEval's SNLI files).
+"""NLI sentence pairs, and sentence pairs with class labels of any task.
 
-Readers for every distributed format, shared by PAUSE and supervised SimCSE:
-  - the official zips' `*.jsonl` (`gold_label`, `sentence1`, `sentence2`);
-  - the official zips' `*.txt` and GLUE's MNLI `*.tsv` (tab-separated, with a
-    header naming `gold_label`, `sentence1`, `sentence2`);
-  - SentEval's `downstream/SNLI/{s1,s2,labels}.<split>` (one item per line).
-Pairs without a gold label ("-", or an empty gold label) are dropped, as the
-datasets' authors prescribe. Anything else unexpected raises an error naming the
-file and line.
+The files: the official SNLI / MultiNLI `*.jsonl` and `*.txt`, GLUE's MNLI `*.tsv`, and any
+CSV, TSV, JSONL, Parquet file or saved `datasets` folder (common.data.tables: columns found
+by name, `--columns` maps others); SentEval's `downstream/SNLI/{s1,s2,labels}.<split>`
+(`senteval:<split>`). Labels are named by `--labels` (default: the NLI names). A pair whose
+label is empty, "-" (the SNLI authors' "no gold label") or missing is kept as unlabelled
+(label -1): PAUSE learns from it as positive-unlabelled data, methods that need labels leave
+it out and count it. A pair with an empty sentence is dropped and counted; anything else
+unexpected raises an error naming the file and line.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-from typing import List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
 
 from common.data.fingerprint import fingerprint_rows
 from common.data.files import DATA_HELP, read_lines
+from common.data.tables import UNLABELED, label_ids, read_table
 from common.errors import UserError
 
 LABELS = ("entailment", "neutral", "contradiction")
 LABEL_IDS = {name: i for i, name in enumerate(LABELS)}
-NO_GOLD_LABEL = ("-", "")
 SENTEVAL_PREFIX = "senteval:"
+# The toolkit's fields of a labelled pair, and the official files' names for them.
+NLI_FIELDS = ("premise", "hypothesis", "label")
+NLI_ALIASES = {"premise": ("sentence1",), "hypothesis": ("sentence2",), "label": ("gold_label",)}
 
 
 # The official SNLI + MultiNLI training files, relative to the data root, as
 # `python download_nli.py --out=<DATA_PATH>/nli` lays them out.
 DEFAULT_NLI_TRAIN = ("nli/snli_1.0/snli_1.0_train.jsonl", "nli/multinli_1.0/multinli_1.0_train.jsonl")
 
+
 @dataclasses.dataclass
 class NliPairs:
-    """Premise/hypothesis pairs with integer labels (index into LABELS)."""
+    """Sentence pairs with integer labels: an index into the label names, or -1 (unlabelled).
+
+    Attributes:
+        premises, hypotheses: list of str.
+        labels: np.ndarray. [n] int32.
+        dropped: int. Rows left out because a sentence was empty.
+        read: int. Rows read (kept + dropped).
+    """
 
     premises: List[str]
     hypotheses: List[str]
     labels: np.ndarray
-    dropped: int = 0  # pairs without a gold label
+    dropped: int = 0
+    read: int = 0
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -49,6 +60,25 @@ class NliPairs:
         """SHA-256 of the pairs and labels, recorded with trained models."""
         return fingerprint_rows(zip(self.premises, self.hypotheses, self.labels.tolist()))
 
+    @property
+    def labelled(self) -> int:
+        return int((self.labels >= 0).sum())
+
+    def report(self, num_classes: int) -> Dict[str, object]:
+        """What was read, kept and dropped: recorded in a run's config and printed."""
+        per_class = np.bincount(self.labels[self.labels >= 0], minlength=num_classes).tolist()
+        return {"read": self.read, "pairs": len(self), "labelled": self.labelled, "per_class": per_class,
+                "unlabelled": len(self) - self.labelled, "dropped_empty_sentence": self.dropped}
+
+    def select(self, rows: np.ndarray) -> "NliPairs":
+        """The pairs at `rows` (the counts of what was read stay)."""
+        return NliPairs([self.premises[i] for i in rows], [self.hypotheses[i] for i in rows], self.labels[rows],
+                        self.dropped, self.read)
+
+    def unlabelled_copy(self) -> "NliPairs":
+        """The same pairs with every label hidden."""
+        return dataclasses.replace(self, labels=np.full_like(self.labels, UNLABELED))
+
     @staticmethod
     def concat(parts: Sequence["NliPairs"]) -> "NliPairs":
         return NliPairs(
@@ -56,65 +86,37 @@ class NliPairs:
             [h for part in parts for h in part.hypotheses],
             np.concatenate([part.labels for part in parts]) if parts else np.zeros([0], np.int32),
             sum(part.dropped for part in parts),
+            sum(part.read for part in parts),
         )
 
 
-def _label(text: str, path: str, line_no: int) -> int:
-    if text not in LABEL_IDS:
-        raise UserError(f"{path}:{line_no}: unknown label {text!r}; expected one of {list(LABELS)} or '-'.")
-    return LABEL_IDS[text]
+def read_pairs_table(path: str, columns: Optional[Dict[str, str]] = None,
+                     labels: Sequence[str] = LABELS, with_labels: bool = True) -> NliPairs:
+    """Labelled (or unlabelled) sentence pairs from a table (see common.data.tables).
 
+    Args:
+        path: str. A `.jsonl`, `.csv`, `.tsv`, `.txt` (tab-separated, with a header), `.parquet`
+            file or a saved `datasets` folder; local or `gs://`.
+        columns: dict or None. `--columns`: toolkit field (premise, hypothesis, label) -> column.
+        labels: sequence of str. The label names in class-id order (`--labels`).
+        with_labels: bool. False: every pair is unlabelled and no label column is needed
+            (`--unlabeled_data`).
 
-def read_jsonl(path: str) -> NliPairs:
-    """SNLI/MultiNLI 1.0 `*.jsonl`."""
-    premises, hypotheses, labels, dropped = [], [], [], 0
-    lines = read_lines(path)
-    for line_no, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise UserError(f"{path}:{line_no}: not valid JSON ({e.msg}).") from None
-        for key in ("gold_label", "sentence1", "sentence2"):
-            if key not in row:
-                raise UserError(f"{path}:{line_no}: missing field {key!r}.")
-        gold = str(row["gold_label"]).strip()
-        if gold in NO_GOLD_LABEL:
+    Raises:
+        UserError: for a missing column, a missing sentence cell or an unknown label (file:line).
+    """
+    fields = NLI_FIELDS if with_labels else NLI_FIELDS[:2]
+    table = read_table(path, fields, columns, NLI_ALIASES, optional=("label",))
+    premises, hypotheses, keep, dropped = [], [], [], 0
+    for row, (p, h) in enumerate(zip(table.fields["premise"], table.fields["hypothesis"])):
+        if not p.strip() or not h.strip():
             dropped += 1
             continue
-        labels.append(_label(gold, path, line_no))
-        premises.append(row["sentence1"])
-        hypotheses.append(row["sentence2"])
-    return _finish(path, premises, hypotheses, labels, dropped)
-
-
-def read_tsv(path: str) -> NliPairs:
-    """SNLI/MultiNLI 1.0 `*.txt` and GLUE MNLI `*.tsv` (columns found by header name)."""
-    lines = read_lines(path)
-    if not lines:
-        raise UserError(f"{path}: empty file; expected a header line and NLI pairs.")
-    header = lines[0].split("\t")
-    missing = [c for c in ("gold_label", "sentence1", "sentence2") if c not in header]
-    if missing:
-        raise UserError(f"{path}:1: header lacks column(s) {missing}; got {header}.")
-    col = {name: header.index(name) for name in ("gold_label", "sentence1", "sentence2")}
-    needed = max(col.values()) + 1
-    premises, hypotheses, labels, dropped = [], [], [], 0
-    for line_no, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            continue
-        fields = line.split("\t")
-        if len(fields) < needed:
-            raise UserError(f"{path}:{line_no}: expected at least {needed} tab-separated columns, got {len(fields)}.")
-        gold = fields[col["gold_label"]].strip()
-        if gold in NO_GOLD_LABEL:
-            dropped += 1
-            continue
-        labels.append(_label(gold, path, line_no))
-        premises.append(fields[col["sentence1"]])
-        hypotheses.append(fields[col["sentence2"]])
-    return _finish(path, premises, hypotheses, labels, dropped)
+        premises.append(p)
+        hypotheses.append(h)
+        keep.append(row)
+    ids = label_ids(table, "label", labels) if with_labels else np.full([len(table)], UNLABELED, np.int32)
+    return NliPairs(premises, hypotheses, ids[np.asarray(keep, np.int64)].astype(np.int32), dropped, len(table))
 
 
 def read_senteval_snli(data_path: str, split: str) -> NliPairs:
@@ -131,44 +133,46 @@ def read_senteval_snli(data_path: str, split: str) -> NliPairs:
     if not (len(s1) == len(s2) == len(gold)):
         raise UserError(f"{directory}: s1.{split}, s2.{split} and labels.{split} have "
                          f"{len(s1)}, {len(s2)} and {len(gold)} lines; expected one line per pair in each.")
-    premises, hypotheses, labels, dropped = [], [], [], 0
-    for line_no, (p, h, g) in enumerate(zip(s1, s2, gold), start=1):
+    names = {name: i for i, name in enumerate(LABELS)}
+    labels = []
+    for line_no, g in enumerate(gold, start=1):
         g = g.strip()
-        if g in NO_GOLD_LABEL:
-            dropped += 1
-            continue
-        labels.append(_label(g, files[2], line_no))
-        premises.append(p)
-        hypotheses.append(h)
-    return _finish(files[2], premises, hypotheses, labels, dropped)
+        if g in ("", "-"):
+            labels.append(UNLABELED)
+        elif g in names:
+            labels.append(names[g])
+        else:
+            raise UserError(f"{files[2]}:{line_no}: unknown label {g!r}; expected one of {list(LABELS)} or '-'.")
+    return NliPairs(list(s1), list(s2), np.asarray(labels, np.int32), 0, len(gold))
 
 
-def _finish(path, premises, hypotheses, labels, dropped) -> NliPairs:
-    if not labels:
-        raise UserError(f"{path}: no labelled NLI pairs found (dropped {dropped} without a gold label).")
-    return NliPairs(premises, hypotheses, np.asarray(labels, np.int32), dropped)
+def read_nli(source: str, data_path: str = "", columns: Optional[Dict[str, str]] = None,
+             labels: Sequence[str] = LABELS, with_labels: bool = True) -> NliPairs:
+    """Reads one source: a table file (`read_pairs_table`; local or `gs://`), or
+    `senteval:<split>` for `<data_path>/downstream/SNLI/*.<split>`. `with_labels=False`
+    reads every pair as unlabelled (no label column needed).
 
-
-def read_nli(source: str, data_path: str = "") -> NliPairs:
-    """Reads one source: a `.jsonl`, `.txt` or `.tsv` file (local or `gs://`),
-    or `senteval:<split>` for `<data_path>/downstream/SNLI/*.<split>`."""
+    Raises:
+        FileNotFoundError: naming the file and how to get the NLI data.
+        UserError: see `read_pairs_table`.
+    """
     if source.startswith(SENTEVAL_PREFIX):
-        return read_senteval_snli(data_path, source[len(SENTEVAL_PREFIX):])
+        if tuple(labels) != LABELS:
+            raise UserError(f"{source}: SentEval's SNLI has the NLI labels {list(LABELS)}; leave --labels out.")
+        pairs = read_senteval_snli(data_path, source[len(SENTEVAL_PREFIX):])
+        return pairs if with_labels else pairs.unlabelled_copy()
     if not tf.io.gfile.exists(source):
         raise FileNotFoundError(
-            f"NLI file not found: {source}. Download SNLI/MultiNLI with "
+            f"Training file not found: {source}. For SNLI/MultiNLI run "
             "`python download_nli.py --out=<DATA_PATH>/nli`, or put the official files there; "
             f"{DATA_HELP}."
         )
-    if source.endswith(".jsonl"):
-        return read_jsonl(source)
-    if source.endswith((".txt", ".tsv")):
-        return read_tsv(source)
-    raise UserError(f"{source}: unknown NLI format; expected .jsonl, .txt, .tsv or senteval:<split>.")
+    return read_pairs_table(source, columns, labels, with_labels)
 
 
-def read_nli_sources(sources: Sequence[str], data_path: str = "") -> NliPairs:
+def read_nli_sources(sources: Sequence[str], data_path: str = "", columns: Optional[Dict[str, str]] = None,
+                     labels: Sequence[str] = LABELS) -> NliPairs:
     """Reads and concatenates several sources (see `read_nli`)."""
     if not sources:
-        raise UserError("No NLI training data given.")
-    return NliPairs.concat([read_nli(s, data_path) for s in sources])
+        raise UserError("No training pairs given (--train_data).")
+    return NliPairs.concat([read_nli(s, data_path, columns, labels) for s in sources])

@@ -28,18 +28,19 @@ def _write_formats(tmp_path):
     return jsonl, txt, tsv
 
 
-def test_every_format_reads_the_same_pairs_and_drops_missing_gold(tmp_path):
-    expected_labels = [LABEL_IDS[g] for _, _, g in NLI_ROWS if g != "-"]
+def test_every_format_reads_the_same_pairs_and_keeps_missing_gold_as_unlabelled(tmp_path):
+    expected_labels = [LABEL_IDS.get(g, -1) for _, _, g in NLI_ROWS]
+    assert expected_labels[-1] == -1
     for path in _write_formats(tmp_path):
         pairs = read_nli(str(path))
         assert pairs.labels.tolist() == expected_labels, path.name
         assert pairs.premises[1] == NLI_ROWS[1][0] and pairs.hypotheses[1] == NLI_ROWS[1][1]
-        assert pairs.dropped == 1
+        assert (pairs.dropped, pairs.read, pairs.labelled) == (0, 7, 6)
     root = write_senteval_snli(str(tmp_path / "data"), "dev", n=30)
     senteval = read_nli("senteval:dev", root)
     assert len(senteval) == 30 and sorted(set(senteval.labels.tolist())) == [0, 1, 2]
     both = read_nli_sources(["senteval:dev", str(tmp_path / "snli_1.0_dev.jsonl")], root)
-    assert len(both) == 36 and both.fingerprint() != senteval.fingerprint()
+    assert len(both) == 37 and both.fingerprint() != senteval.fingerprint()
 
 
 def test_bad_inputs_name_file_and_line(tmp_path):
@@ -49,9 +50,14 @@ def test_bad_inputs_name_file_and_line(tmp_path):
     jsonl.write_text("\n".join(lines) + "\n")
     with pytest.raises(ValueError, match=r"snli_1.0_dev.jsonl:4: unknown label 'entails'"):
         read_nli(str(jsonl))
-    bad_header = tmp_path / "no_gold.txt"
-    bad_header.write_text("sentence1\tsentence2\nA\tB\n")
-    with pytest.raises(ValueError, match=r"no_gold.txt:1: header lacks column\(s\) \['gold_label'\]"):
+    no_gold = tmp_path / "no_gold.txt"  # no label column: every pair is unlabelled
+    no_gold.write_text("sentence1\tsentence2\nA\tB\n")
+    assert read_nli(str(no_gold)).labels.tolist() == [-1]
+    bad_header = tmp_path / "no_premise.txt"
+    bad_header.write_text("first\tsentence2\nA\tB\n")
+    with pytest.raises(ValueError, match=r"no_premise.txt: no column for 'premise' \(looked for \['premise', "
+                                         r"'sentence1'\]\); the file has \['first', 'sentence2'\]. Map it with "
+                                         r"--columns=premise:<column>"):
         read_nli(str(bad_header))
     short = tmp_path / "short.tsv"
     short.write_text("\t".join(GLUE_HEADER) + "\n0\t1\t2\n")
