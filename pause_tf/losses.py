@@ -73,7 +73,8 @@ def nnpu_loss_from_statistics(local: Stats, prior: float, reduce_fn: ReduceFn = 
 
     Args:
         local: Stats. This replica's `pu_statistics`.
-        prior: float. Class prior pi (the original's `--prior`, 1/3 by default).
+        prior: float or [K] tensor. Class prior pi, one for every class (the original's
+            `--prior`, 1/3 by default) or one per class.
         reduce_fn: callable. Sums a tensor over replicas (identity on one device).
 
     Returns:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -9,7 +10,8 @@ import tensorflow as tf
 from absl import logging
 
 from common.data.fingerprint import fingerprint_rows
-from common.data.nli import read_nli_sources
+from common.data.nli import NliPairs, read_nli, read_nli_sources
+from common.data.tables import parse_columns
 from common.data.sampling import StreamSampler, batches_dataset
 from common.data.sources import resolve_sources
 from common.data.sts import load_stsb
@@ -20,9 +22,9 @@ from common.models.tokenization import truncated_sentences
 from common.training import registry
 from common.training.config import TrainConfig
 from common.training.runs import encoder_config, pretrained_weights_prefix
-from pause_tf.config import DEFAULTS, PauseOptions
+from pause_tf.config import DEFAULTS, POS_SAMPLE_PREC_LABELLED_ONLY, PauseOptions
 from pause_tf.model import PauseModel, StsbModel
-from pause_tf.pu_data import pu_batches, pu_split
+from pause_tf.pu_data import estimate_priors, pu_batches, pu_split
 
 
 def _restore_pretrained(model, config: TrainConfig) -> None:
@@ -44,9 +46,9 @@ def _restore_pretrained(model, config: TrainConfig) -> None:
 def build_model(config: TrainConfig):
     options = config.options
     encoder = build_encoder(encoder_config(config, pooling="mean"))
-    head = dict(num_classes=options.num_classes, hidden_units=options.hidden_units, name="pause")
+    head = dict(num_classes=options.classes, hidden_units=options.hidden_units, name="pause")
     if options.task == "nli":
-        model = PauseModel(encoder, prior=options.prior, total_steps=config.total_steps,
+        model = PauseModel(encoder, prior=options.priors, total_steps=config.total_steps,
                            annealing=options.annealing, anneal_power=options.anneal_power,
                            steps_per_epoch=config.run.train_steps_per_epoch, **head)
     else:
@@ -58,6 +60,61 @@ def build_model(config: TrainConfig):
     return model
 
 
+@functools.lru_cache(maxsize=2)
+def _read_pairs(train_data, data_path: str, columns, labels, unlabeled_data) -> tuple:
+    """(the training pairs, the --unlabeled_data pairs), read once per process."""
+    mapping = parse_columns(columns)
+    pairs = read_nli_sources(resolve_sources(train_data, data_path), data_path, mapping, labels)
+    extra = [read_nli(s, data_path, mapping, labels, with_labels=False)
+             for s in resolve_sources(unlabeled_data, data_path)]
+    return pairs, NliPairs.concat(extra) if extra else None
+
+
+def _pairs(config: TrainConfig):
+    run, options = config.run, config.options
+    return _read_pairs(run.train_data, run.data_path, options.columns, options.label_names, options.unlabeled_data)
+
+
+def resolve(config: TrainConfig) -> TrainConfig:
+    """Fixes, for a new run, what depends on the data: --pos_sample_prec (100 when there are
+    unlabelled pairs, else the paper's protocol) and the class priors (estimated from the
+    labelled pairs unless given)."""
+    options = config.options
+    if options.task != "nli":
+        return config
+    pairs, extra = _pairs(config)
+    changes = {}
+    if options.pos_sample_prec is None:
+        has_unlabelled = extra is not None or pairs.labelled < len(pairs)
+        changes["pos_sample_prec"] = 100.0 if has_unlabelled else POS_SAMPLE_PREC_LABELLED_ONLY
+    if options.prior is None and not options.class_priors:
+        kept = pu_split(pairs.labels, changes.get("pos_sample_prec", options.pos_sample_prec), config.run.seed)
+        changes["class_priors"] = tuple(f"{p:.6g}" for p in estimate_priors(kept, options.classes))
+    return config.replace(**changes) if changes else config
+
+
+def data_summary(pairs: NliPairs, labels: np.ndarray, extra, names, priors, estimated: bool) -> str:
+    """The one line a run prints about its pairs: labelled per class, unlabelled, dropped, priors."""
+    per_class = np.bincount(labels[labels >= 0], minlength=len(names))
+    hidden = pairs.labelled - int(per_class.sum())
+    unlabelled = int((labels < 0).sum()) + (len(extra) if extra is not None else 0)
+    parts = [f"data: {int(per_class.sum()):,} labelled ({'/'.join(f'{c:,}' for c in per_class)} "
+             f"{'/'.join(names)}), {unlabelled:,} unlabelled"]
+    notes = []
+    if hidden:
+        notes.append(f"{hidden:,} of them labelled pairs whose label was hidden (--pos_sample_prec)")
+    if extra is not None:
+        notes.append(f"{len(extra):,} from --unlabeled_data")
+    if notes:
+        parts[0] += f" ({'; '.join(notes)})"
+    dropped = pairs.dropped + (extra.dropped if extra is not None else 0)
+    if dropped:
+        parts.append(f"{dropped:,} dropped (empty sentence)")
+    how = "estimated from the labelled pairs" if estimated else "given"
+    parts.append(f"class priors {'/'.join(f'{p:.3f}' for p in priors)} ({how})")
+    return "; ".join(parts)
+
+
 def make_data(config: TrainConfig, model):
     """Returns (make_dataset(start_step), statistics and fingerprint of the training data)."""
     options, run = config.options, config.run
@@ -67,14 +124,31 @@ def make_data(config: TrainConfig, model):
         return {"premise": tokenizer(first), "hypothesis": tokenizer(second)}, target
 
     if options.task == "nli":
-        pairs = read_nli_sources(resolve_sources(run.train_data, run.data_path), run.data_path)
+        if options.pos_sample_prec is None or not options.priors:
+            config = resolve(config)  # a config built without the method's resolve (library use)
+            options = config.options
+        pairs, extra = _pairs(config)
         labels = pu_split(pairs.labels, options.pos_sample_prec, run.seed)
-        info = {"pairs": len(pairs), "labelled": int((labels >= 0).sum()), "dropped_no_gold": pairs.dropped,
+        if labels.max(initial=-1) >= options.classes:
+            raise UserError(f"The training pairs have class ids up to {labels.max()}, but --num_classes="
+                             f"{options.classes}.")
+        estimated = options.prior is None and options.class_priors == tuple(
+            f"{p:.6g}" for p in estimate_priors(labels, options.classes))
+        summary = data_summary(pairs, labels, extra, options.label_names, options.priors, estimated)
+        fingerprint = pairs.fingerprint()
+        if extra is not None:
+            fingerprint = fingerprint_rows([fingerprint, extra.fingerprint()])
+            pairs = NliPairs.concat([pairs, extra])
+            labels = np.concatenate([labels, extra.labels])
+        logging.warning("%s", summary)
+        info = {**pairs.report(options.classes), "labelled": int((labels >= 0).sum()),
+                "unlabelled": int((labels < 0).sum()), "labels": list(options.label_names),
+                "class_priors": list(options.priors), "summary": summary,
                 "truncated_sentences": truncated_sentences(tokenizer, pairs.premises, pairs.hypotheses),
-                "fingerprint": pairs.fingerprint()}
+                "fingerprint": fingerprint}
 
         def strings(start_step):
-            return pu_batches(pairs, labels, run.batch_size, options.prior, run.seed, options.num_classes,
+            return pu_batches(pairs, labels, run.batch_size, options.priors, run.seed, options.classes,
                               options.labeled_batch_fraction, start_step)
     else:
         stsb = load_stsb(run.data_path, "train")
@@ -107,4 +181,5 @@ METHOD = registry.register(registry.Method(
     make_data=make_data,
     smoke=smoke,
     defaults=DEFAULTS,
+    resolve=resolve,
 ))

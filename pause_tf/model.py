@@ -8,7 +8,7 @@ paper's code. Both models output logits, cosine and angular similarity.
 from __future__ import annotations
 
 import math
-from typing import Dict, Mapping, Optional
+from typing import Dict, Mapping, Optional, Sequence, Union
 
 import keras
 import tensorflow as tf
@@ -71,7 +71,8 @@ class PauseModel(SiameseModel):
 
     Args:
         encoder: SentenceEncoder.
-        prior: float. Class prior of the nnPU risk. Defaults to 1/3.
+        prior: float or sequence of float. Class prior of the nnPU risk, one for every class
+            or one per class. Defaults to 1/3.
         total_steps: int. Steps of the run (for annealing).
         annealing: str. "global" or "per_epoch" (the original's behaviour).
         anneal_power: float. Defaults to 3.
@@ -81,11 +82,12 @@ class PauseModel(SiameseModel):
 
     metric_names = ("loss", "ce", "pu", "pu_weight", "accuracy", "labelled_fraction")
 
-    def __init__(self, encoder: SentenceEncoder, prior: float = 1.0 / 3.0, total_steps: int = 1,
+    def __init__(self, encoder: SentenceEncoder, prior: Union[float, Sequence[float]] = 1.0 / 3.0,
+                 total_steps: int = 1,
                  annealing: str = "global", anneal_power: float = 3.0,
                  steps_per_epoch: Optional[int] = None, **kwargs):
         super().__init__(encoder, **kwargs)
-        self.prior = prior
+        self.prior = tuple(prior) if isinstance(prior, (tuple, list)) else prior
         self.total_steps = total_steps
         self.annealing = annealing
         self.anneal_power = anneal_power
@@ -108,7 +110,7 @@ class PauseModel(SiameseModel):
         inputs, labels = data
         out = self(inputs, training=training)
         weight = self.current_pu_weight()
-        losses = pause_loss(out["logits"], labels, self.prior, weight, replica_sum)
+        losses = pause_loss(out["logits"], labels, tf.constant(self.prior, tf.float32), weight, replica_sum)
         return {**out, **losses, "pu_weight": weight}
 
     def update_metrics(self, data, out):

@@ -1,14 +1,15 @@
-"""Positive-unlabelled training data from NLI pairs.
+"""Positive-unlabelled training data from sentence pairs.
 
-`pu_split` keeps a stratified, seeded fraction of the labels; `pu_batches`
-mixes the labelled class streams and the unlabelled stream into training
-batches the way the original code did (class weights prior/K, unlabelled 1-prior),
-or with a labelled share of the batch set independently of the prior.
+`pu_split` keeps a stratified, seeded fraction of the given labels (pairs that came
+unlabelled stay so); `estimate_priors` reads each class's prior off the labelled pairs;
+`pu_batches` mixes the labelled class streams and the unlabelled stream into training
+batches the way the original code did (each class stream prior/K, the unlabelled one
+1-prior), or with a labelled share of the batch set independently of the prior.
 """
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -25,9 +26,10 @@ def pu_split(labels: np.ndarray, percent: float, seed: int) -> np.ndarray:
     Stratified: each class keeps round(percent/100 * its size) labels (at least
     one when the class is not empty), chosen by a seeded permutation, so the
     split is deterministic for a seed and the class proportions are preserved.
+    Rows that are unlabelled already (-1) stay unlabelled.
 
     Args:
-        labels: np.ndarray. [n] class ids >= 0.
+        labels: np.ndarray. [n] class ids >= 0, or -1.
         percent: float. 0 < percent <= 100 (the original's `--pos_sample_prec`).
         seed: int.
 
@@ -37,11 +39,9 @@ def pu_split(labels: np.ndarray, percent: float, seed: int) -> np.ndarray:
     if not 0 < percent <= 100:
         raise UserError(f"pos_sample_prec must be in (0, 100], got {percent}.")
     labels = np.asarray(labels, np.int32)
-    if (labels < 0).any():
-        raise ValueError("pu_split expects gold labels >= 0.")
     rng = np.random.default_rng(seed)
     out = np.full_like(labels, UNLABELED)
-    for c in np.unique(labels):
+    for c in np.unique(labels[labels >= 0]):
         idx = np.flatnonzero(labels == c)
         keep = max(1, int(round(len(idx) * percent / 100.0)))
         chosen = rng.permutation(idx)[:keep]
@@ -49,19 +49,42 @@ def pu_split(labels: np.ndarray, percent: float, seed: int) -> np.ndarray:
     return out
 
 
-def stream_weights(num_classes: int, prior: float, labeled_batch_fraction: Optional[float],
+def estimate_priors(labels: np.ndarray, num_classes: int) -> Tuple[float, ...]:
+    """Each class's share of the labelled pairs: its prior among all pairs when the labelled
+    pairs are a random sample of them (the "selected completely at random" assumption of PU
+    learning).
+
+    Raises:
+        UserError: when a class has no labelled pair (its prior cannot be read off the data).
+    """
+    labels = np.asarray(labels)
+    counts = np.bincount(labels[labels >= 0], minlength=num_classes)[:num_classes]
+    if counts.min() == 0:
+        raise UserError(f"Cannot estimate the class priors: labelled pairs per class {counts.tolist()}; every class "
+                         "needs at least one labelled pair. Give --prior or --class_priors.")
+    return tuple(float(c) for c in counts / counts.sum())
+
+
+Priors = Union[float, Sequence[float]]
+
+
+def stream_weights(num_classes: int, prior: Priors, labeled_batch_fraction: Optional[float],
                    has_class: Sequence[bool], has_unlabeled: bool) -> List[float]:
     """Sampling weights of the K class streams and the unlabelled stream.
 
     The original weights each class stream prior/K and the unlabelled stream
     1-prior, so about `prior` of every batch is labelled whatever the label
-    percentage. `labeled_batch_fraction` sets that share independently. Empty
+    percentage. With a prior per class, the labelled share is their mean and each
+    class stream gets its prior's part of it (the same as the original for equal
+    priors). `labeled_batch_fraction` sets that share independently. Empty
     streams get weight 0 and the others are renormalised.
     """
-    share = prior if labeled_batch_fraction is None else labeled_batch_fraction
+    priors = np.broadcast_to(np.asarray(prior, np.float64), [num_classes])
+    share = float(priors.mean()) if labeled_batch_fraction is None else labeled_batch_fraction
     if not 0 < share <= 1:
         raise ValueError(f"The labelled share of a batch must be in (0, 1], got {share}.")
-    weights = [share / num_classes if present else 0.0 for present in has_class]
+    parts = priors / priors.sum()
+    weights = [share * float(p) if present else 0.0 for p, present in zip(parts, has_class)]
     weights.append(1.0 - share if has_unlabeled else 0.0)
     total = sum(weights)
     if total <= 0:
@@ -69,7 +92,7 @@ def stream_weights(num_classes: int, prior: float, labeled_batch_fraction: Optio
     return [w / total for w in weights]
 
 
-def pu_batches(pairs: NliPairs, pu_labels: np.ndarray, batch_size: int, prior: float, seed: int,
+def pu_batches(pairs: NliPairs, pu_labels: np.ndarray, batch_size: int, prior: Priors, seed: int,
                num_classes: int, labeled_batch_fraction: Optional[float] = None,
                start_step: int = 0) -> tf.data.Dataset:
     """An endless, seeded stream of batches of (premises, hypotheses, labels).

@@ -39,6 +39,20 @@ def option(default: Any = dataclasses.MISSING, help: str = "", choices: Optional
     return dataclasses.field(default=default, metadata=meta)
 
 
+def columns_option():
+    """`--columns`, for every method that reads tables (defined once, used by each such method)."""
+    return option((), "Map the toolkit's fields to the training files' columns: field:column,... (e.g. "
+                      "premise:sentence_a,hypothesis:sentence_b,label:relation). Default: the field's own name, or "
+                      "the official NLI files' sentence1, sentence2, gold_label.")
+
+
+def labels_option():
+    """`--labels`, for every method that reads class labels."""
+    return option((), "Label names in class-id order, e.g. paraphrase,other (K = their number). A cell may also "
+                      "hold a class id 0..K-1; empty, '-' or -1 means unlabelled. Default: "
+                      "entailment,neutral,contradiction.")
+
+
 def flag_name(field: dataclasses.Field) -> str:
     return field.metadata.get("flag") or field.name
 

@@ -66,3 +66,36 @@ def test_all_labelled_has_no_unlabelled_stream():
     ds = pu_batches(_pairs(labels), pu_split(labels, 100, 0), 32, 1 / 3, 0, 3)
     seen = np.concatenate([b[2].numpy() for b in ds.take(20)])
     assert (seen >= 0).all()
+
+
+def test_split_hides_given_labels_only_and_keeps_unlabelled_rows():
+    labels = _labels()
+    labels[::4] = -1  # a real unlabelled pool
+    split = pu_split(labels, 50, seed=0)
+    assert (split[labels == -1] == -1).all()
+    for c in range(3):
+        assert (split == c).sum() == round((labels == c).sum() * 0.5)
+    np.testing.assert_array_equal(pu_split(labels, 100, seed=0), labels)
+
+
+def test_priors_are_estimated_per_class_and_weight_the_class_streams():
+    from pause_tf.pu_data import estimate_priors
+
+    labels = np.array([0] * 30 + [1] * 70 + [-1] * 500)
+    assert estimate_priors(labels, 2) == pytest.approx((0.3, 0.7))
+    with pytest.raises(ValueError, match=r"labelled pairs per class \[30, 70, 0\].*--prior or --class_priors"):
+        estimate_priors(labels, 3)
+    # Equal priors give the original mixing; unequal ones split the labelled share by prior.
+    assert stream_weights(2, (0.3, 0.7), None, [True, True], True) == pytest.approx([0.15, 0.35, 0.5])
+    assert stream_weights(3, (1 / 3,) * 3, None, [True] * 3, True) == pytest.approx(
+        stream_weights(3, 1 / 3, None, [True] * 3, True))
+
+
+def test_unlabelled_rows_of_the_data_reach_the_unlabelled_stream():
+    labels = np.array([0, 1, 2] * 10 + [-1] * 270, np.int32)  # 30 labelled, 270 unlabelled pairs
+    split = pu_split(labels, 100, seed=0)
+    ds = pu_batches(_pairs(labels), split, batch_size=30, prior=1 / 3, seed=0, num_classes=3)
+    rows = [int(x.decode()[1:]) for b in ds.take(40) for x in b[0].numpy()]
+    unlabelled = [r for r in rows if r >= 30]
+    assert len(unlabelled) / len(rows) == pytest.approx(2 / 3, abs=0.03)
+    assert len(set(unlabelled)) == 270  # every unlabelled pair of the file is used

@@ -80,3 +80,33 @@ def test_stsb_fine_tuning_from_a_pause_run_and_size_mismatch(data_root, tmp_path
         train(_config(data_root, tmp_path, task="stsb", pretrained_weights=pause["run_id"], model="minilm"))
     with pytest.raises(ValueError, match="--pretrained_weights"):
         train(_config(data_root, tmp_path, task="stsb"))
+
+
+def test_unlabelled_pairs_from_a_csv_and_unlabeled_data_reach_the_run_and_change_it(data_root, tmp_path):
+    """A CSV with foreign column names and empty labels trains; its unlabelled pairs, and those of
+    --unlabeled_data, are counted in the run's data record and change the trained weights."""
+    import csv
+
+    from common.data.nli import read_nli
+
+    snli = read_nli("senteval:dev", data_root)
+    path, extra = tmp_path / "pairs.csv", tmp_path / "more.jsonl"
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["sentence_a", "sentence_b", "relation"])
+        for i, (p, h, y) in enumerate(zip(snli.premises, snli.hypotheses, snli.labels)):
+            w.writerow([p, h, ("entailment", "neutral", "contradiction")[y] if i < 30 else ""])
+    extra.write_text("".join(f'{{"sentence_a": "extra {i} .", "sentence_b": "more {i} ."}}\n' for i in range(20)))
+    columns = ("premise:sentence_a", "hypothesis:sentence_b", "label:relation")
+    common = dict(train_data=(str(path),), columns=columns, pos_sample_prec=None, prior=None, train_epochs=1,
+                  checkpoint_every=100)
+    with_pool = train(_config(data_root, tmp_path / "a", **common))
+    data = with_pool["data"]
+    assert (data["labelled"], data["unlabelled"], data["read"]) == (30, 60, 90)
+    assert data["summary"].startswith("data: 30 labelled (10/10/10 entailment/neutral/contradiction), 60 unlabelled")
+    config = with_pool["config"].options
+    assert config.pos_sample_prec == 100.0 and config.class_priors == ("0.333333",) * 3
+    more = train(_config(data_root, tmp_path / "b", unlabeled_data=(str(extra),), **common))
+    assert (more["data"]["labelled"], more["data"]["unlabelled"]) == (30, 80)
+    assert "20 from --unlabeled_data" in more["data"]["summary"]
+    assert more["weights_fingerprint"] != with_pool["weights_fingerprint"]
