@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Tuple
 
 from common.data.nli import DEFAULT_NLI_TRAIN
 from common.errors import UserError
-from common.training.config import option
+from common.data.tables import parse_columns
+from common.training.config import columns_option, option
 from common.training.grad_cache import GradCacheOptions
 
 MODES = ("unsup", "sup")
@@ -38,7 +40,9 @@ class SimcseOptions(GradCacheOptions):
     Training data: unsup takes `.txt` files (one sentence per line),
     `sentences:<documents file>` (sentences cut from documents, one per line, a
     seeded sample of --max_sentences), NLI sources (their sentences) or
-    `stsb:<split>`; sup takes NLI sources (premise, entailment, contradiction).
+    `stsb:<split>`; sup takes NLI sources (premise, entailment, contradiction). NLI
+    sources are the official files, any table of pairs (CSV, TSV, JSONL, Parquet, a
+    saved datasets folder; `--columns` maps its columns) or `senteval:<split>`.
     """
 
     mode: str = option("unsup", "unsup (dropout views of one sentence) or sup (NLI triples with hard negatives).",
@@ -50,10 +54,12 @@ class SimcseOptions(GradCacheOptions):
                                      "no MLP.", choices=POOLINGS)
     temperature: float = option(0.05, "Contrastive temperature.")
     hard_negative_weight: float = option(1.0, "sup: weight of each premise's own contradiction.")
+    columns: Tuple[str, ...] = columns_option()
     max_sentences: int = option(1_000_000, "unsup, sentences:<file> sources: how many sentences to sample "
                                            "(the paper trains on 10^6).", lower_bound=1)
 
     def validate(self, config) -> None:
         super().validate(config)
+        parse_columns(self.columns, ("premise", "hypothesis", "label"))
         if not (self.temperature > 0 and self.hard_negative_weight > 0):
             raise UserError("--temperature and --hard_negative_weight must be > 0.")

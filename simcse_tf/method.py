@@ -12,6 +12,7 @@ import tensorflow as tf
 from common.data.fingerprint import fingerprint_rows
 from common.data.sampling import StreamSampler, batches_dataset
 from common.data.synthetic import write_sentences
+from common.data.tables import parse_columns
 from common.models.encoder import build_encoder
 from common.models.tokenization import truncated_sentences
 from common.training import registry
@@ -24,16 +25,17 @@ from simcse_tf.model import SimcseModel
 
 
 @functools.lru_cache(maxsize=2)
-def _columns(mode: str, sources, data_path: str, max_sentences: int, seed: int):
+def _columns(mode: str, sources, data_path: str, max_sentences: int, seed: int, columns):
     """The training columns: [sentences] (unsup) or [premises, entailments, contradictions] (sup)."""
+    mapping = parse_columns(columns)
     if mode == "unsup":
-        return (read_sentences(sources, data_path, max_sentences, seed),)
-    return tuple(read_triples(sources, data_path))
+        return (read_sentences(sources, data_path, max_sentences, seed, mapping),)
+    return tuple(read_triples(sources, data_path, mapping))
 
 
 def _load(config: TrainConfig):
     run, options = config.run, config.options
-    return _columns(options.mode, run.train_data, run.data_path, options.max_sentences, run.seed)
+    return _columns(options.mode, run.train_data, run.data_path, options.max_sentences, run.seed, options.columns)
 
 
 def resolve(config: TrainConfig) -> TrainConfig:

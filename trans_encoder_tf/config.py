@@ -11,10 +11,12 @@ clipped to 1; three cycles, each model restarted from its start every cycle.
 from __future__ import annotations
 
 import dataclasses
+from typing import Tuple
 
+from common.data.tables import parse_columns
 from common.errors import UserError
-from common.training.config import option
-from trans_encoder_tf.data import STS_SICKR
+from common.training.config import columns_option, option
+from trans_encoder_tf.data import PAIR_FIELDS, STS_SICKR
 
 # Flat setting -> Trans-Encoder's default where the shared sections' differ (the bi-encoder phases).
 # `train_steps_per_epoch` 0: one pass over the pairs per epoch in every phase.
@@ -33,8 +35,10 @@ class TransEncoderOptions:
     """
 
     pairs: str = option(STS_SICKR, "Unlabelled sentence pairs: sts_sickr (the pairs of STS12-16, STS-B and SICK "
-                                   "without labels, the official transductive task) or a file with one pair per "
-                                   "line, two tab-separated sentences.")
+                                   "without labels, the official transductive task) or a table of pairs (CSV, "
+                                   "TSV, JSONL, Parquet: sentence1 and sentence2 columns, see --columns; a .tsv "
+                                   "or .txt without that header: two tab-separated sentences per line).")
+    columns: Tuple[str, ...] = columns_option()
     cycles: int = option(3, "Cycles of (bi-encoder labels -> cross-encoder -> labels -> bi-encoder).",
                          lower_bound=1)
     init_with_new_models: bool = option(True, "Restart every cycle's models from their starts (the official "
@@ -66,6 +70,7 @@ class TransEncoderOptions:
         if config.run.train_data:
             raise UserError(f"--method=trans_encoder reads its pairs from --pairs; got --train_data="
                              f"{','.join(config.run.train_data)}.")
+        parse_columns(self.columns, PAIR_FIELDS)
         if not self.cross_lr > 0:
             raise UserError(f"--cross_lr must be > 0; got {self.cross_lr}.")
         if self.cross_warmup_fraction >= 1:

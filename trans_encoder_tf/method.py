@@ -39,6 +39,7 @@ from common.training.phases import PhaseRunner
 from common.training.runs import RunContext, RunOutcome, pretrained_weights_prefix, seeded, write_weights
 from common.training.schedules import make_optimizer
 from trans_encoder_tf.config import DEFAULTS, TransEncoderOptions
+from common.data.tables import parse_columns
 from trans_encoder_tf.data import load_pairs
 from trans_encoder_tf.model import BiEncoderModel, CrossEncoderModel
 
@@ -120,14 +121,14 @@ def compiled_phase_model(config: TrainConfig, strategy, kind: str, member: str, 
 # === Data: pairs, labels, batches ===
 
 @functools.lru_cache(maxsize=2)
-def _pairs(source: str, data_path: str):
-    pairs, overlap = load_pairs(source, data_path)
+def _pairs(source: str, data_path: str, columns):
+    pairs, overlap = load_pairs(source, data_path, parse_columns(columns))
     return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), overlap
 
 
 def pairs_of(config: TrainConfig):
     """(first sentences, second sentences, evaluation sets they overlap)."""
-    return _pairs(config.options.pairs, config.run.data_path)
+    return _pairs(config.options.pairs, config.run.data_path, config.options.columns)
 
 
 def phase_loop(config: TrainConfig, kind: str, n_pairs: int) -> LoopConfig:

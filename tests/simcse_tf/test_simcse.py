@@ -150,9 +150,15 @@ def test_readers(tmp_path):
                              for a, b, g in NLI_ROWS))
     sentences = read_sentences([str(txt), str(jsonl)], str(tmp_path))
     assert sentences[:2] == ["first sentence .", "second sentence ."]
-    gold = [(a, b) for a, b, g in NLI_ROWS if g != "-"]  # pairs without a gold label are dropped
-    assert len(sentences) == 2 + len({a for a, _ in gold} | {b for _, b in gold})
+    # Unsupervised SimCSE needs no labels: the sentences of unlabelled pairs count too.
+    assert len(sentences) == 2 + len({a for a, _, _ in NLI_ROWS} | {b for _, b, _ in NLI_ROWS})
     premises, entailed, contradicted = read_triples([str(jsonl)], str(tmp_path))
     assert premises == ["a man plays a guitar .", "two dogs run on grass ."]
     assert entailed == ["a person makes music .", "animals are outside ."]
     assert contradicted == ["nobody is playing .", "the dogs are asleep ."]
+    # A CSV with other column names, mapped as --columns maps them.
+    csv_path = tmp_path / "nli.csv"
+    csv_path.write_text("a,b,y\n" + "".join(f'"{a}","{b}",{g}\n' for a, b, g in NLI_ROWS))
+    mapping = {"premise": "a", "hypothesis": "b", "label": "y"}
+    assert read_triples([str(csv_path)], str(tmp_path), mapping) == (premises, entailed, contradicted)
+    assert read_sentences([str(csv_path)], str(tmp_path), columns=mapping) == sentences[2:]

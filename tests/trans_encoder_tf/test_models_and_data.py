@@ -104,8 +104,14 @@ def test_pair_file_is_read_deduplicated_and_errors_name_the_line(tmp_path):
     assert pairs == [("a b", "c"), ("a", "b c"), ("x", "y")] and overlap == ()
     assert deduplicate([("p", "q"), ("q", "p")]) == [("p", "q"), ("q", "p")]
     path.write_text("one\ttwo\nonly one sentence\n")
-    with pytest.raises(ValueError, match=r"pairs.tsv:2: expected two tab-separated sentences"):
+    with pytest.raises(ValueError, match=r"pairs.tsv:2: expected at least 2 tab-separated columns, got 1"):
         read_pair_file(str(path))
+    # A table with named columns, mapped by --columns.
+    table = tmp_path / "pairs.csv"
+    table.write_text('id,left,right\n1,"a, b",c\n2,d,e\n')
+    assert read_pair_file(str(table), {"sentence1": "left", "sentence2": "right"}) == [("a, b", "c"), ("d", "e")]
+    with pytest.raises(ValueError, match=r"pairs.csv: no column for 'sentence1'.*--columns=sentence1:<column>"):
+        read_pair_file(str(table))
     with pytest.raises(FileNotFoundError):
         read_pair_file(str(tmp_path / "missing.tsv"))
 
