@@ -41,6 +41,23 @@ def test_test_sts_scores_a_spec_and_writes_results(tmp_path):
     assert txt.startswith("sts12=")
 
 
+def test_test_sts_scores_own_pairs_with_mapped_columns_and_writes_json(tmp_path):
+    from fixtures import PAIRS
+
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(json.dumps({"q": a, "d": b, "rating": float(s)}) + "\n" for a, b, s in PAIRS))
+    out = tmp_path / "scores.json"
+    proc = _run([os.path.join(ROOT, "test_sts.py"), "--model=random_tiny", f"--pairs={path}",
+                 "--columns=sentence1:q,sentence2:d,score:rating", f"--output={out}"], cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    scores = json.load(open(out))
+    assert set(scores) == {"spearman", "pearson", "pairs"} and scores["pairs"] == len(PAIRS)
+    assert f"spearman {scores['spearman']:.2f}" in proc.stdout
+    wrong = _run([os.path.join(ROOT, "test_sts.py"), "--model=random_tiny", f"--pairs={path}"], cwd=str(tmp_path))
+    assert wrong.returncode == 2 and wrong.stderr.strip().splitlines()[-1].startswith(
+        "test_sts.py: " + str(path) + ": no column for 'sentence1'")
+
+
 def test_an_old_spec_spelling_still_works_with_one_notice_and_is_recorded_by_its_new_name(tmp_path):
     data = write_sts_root(str(tmp_path / "data"))
     proc = _run([os.path.join(ROOT, "test_sts.py"), "--model=tiny", f"--data_path={data}",

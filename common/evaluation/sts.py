@@ -10,12 +10,14 @@ unweighted and weighted by pair count).
 from __future__ import annotations
 
 import time
-from typing import Callable, Dict, List, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
 from common.data.sts import STS_YEARS, PairSet, load_all, load_sick, load_stsb
+from common.data.tables import read_table
+from common.errors import UserError
 
 # The seven headline numbers averaged into "avg".
 HEADLINE_KEYS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
@@ -148,13 +150,46 @@ def format_txt(results: Dict[str, object]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def pairs_spearman(embed: Callable[[Sequence[str]], np.ndarray], pairs: PairSet) -> float:
-    """Spearman x100 of the cosine similarity of `pairs`, each distinct sentence embedded once."""
+# The fields of a scored pair file (`test_sts.py --pairs`).
+PAIR_SCORE_FIELDS = ("sentence1", "sentence2", "score")
+
+
+def read_scored_pairs(path: str, columns: Optional[Dict[str, str]] = None) -> PairSet:
+    """Sentence pairs with gold scores from a CSV, TSV, JSONL or Parquet file (common.data.tables):
+    columns `sentence1`, `sentence2`, `score`, or those `columns` maps them to.
+
+    Raises:
+        UserError: for a missing column, a score that is not a number (file:line), or fewer than two pairs.
+    """
+    table = read_table(path, PAIR_SCORE_FIELDS, columns)
+    scores = []
+    for line, text in zip(table.lines, table.fields["score"]):
+        try:
+            scores.append(float(text))
+        except ValueError:
+            raise UserError(f"{path}:{line}: expected a similarity score (a number), got {text!r}.") from None
+    if len(scores) < 2:
+        raise UserError(f"{path}: {len(scores)} scored pair(s); a correlation needs at least two.")
+    return PairSet(table.fields["sentence1"], table.fields["sentence2"], np.asarray(scores, np.float64))
+
+
+def score_pair_set(pairs: PairSet, predicted: np.ndarray) -> Dict[str, object]:
+    """{"spearman", "pearson" (x100), "pairs"} of predicted similarities against the gold scores."""
+    return {"spearman": spearman100(predicted, pairs.scores), "pearson": pearson100(predicted, pairs.scores),
+            "pairs": len(pairs)}
+
+
+def embedding_similarities(embed: Callable[[Sequence[str]], np.ndarray], pairs: PairSet) -> np.ndarray:
+    """Cosine similarity of each pair, every distinct sentence embedded once (in sorted order)."""
     unique = sorted(set(pairs.sentences1) | set(pairs.sentences2))
     vectors = embed(unique)
     index = {s: i for i, s in enumerate(unique)}
-    pred = cosine_scores(vectors[[index[s] for s in pairs.sentences1]], vectors[[index[s] for s in pairs.sentences2]])
-    return spearman100(pred, pairs.scores)
+    return cosine_scores(vectors[[index[s] for s in pairs.sentences1]], vectors[[index[s] for s in pairs.sentences2]])
+
+
+def pairs_spearman(embed: Callable[[Sequence[str]], np.ndarray], pairs: PairSet) -> float:
+    """Spearman x100 of the cosine similarity of `pairs`, each distinct sentence embedded once."""
+    return spearman100(embedding_similarities(embed, pairs), pairs.scores)
 
 
 def stsb_dev_spearman(embed: Callable[[Sequence[str]], np.ndarray], data_path: str) -> float:

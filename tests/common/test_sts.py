@@ -94,3 +94,29 @@ def test_validation_scores_equal_the_full_evaluation(tmp_path):
     full = sts.evaluate_sts(_fake_embed, root)
     assert sts.stsb_dev_spearman(_fake_embed, root) == pytest.approx(full["stsb"]["dev"])
     assert sts.sickr_test_spearman(_fake_embed, root) == pytest.approx(full["sickr"]["test"])
+
+
+def test_own_pairs_score_as_the_built_in_evaluation_does(tmp_path):
+    """STS-B test written as a file of scored pairs scores exactly what the built-in evaluation gives."""
+    root = write_sts_root(str(tmp_path / "data"))
+    rng = np.random.default_rng(0)
+    table = {}
+
+    def embed(sentences):
+        for s in sentences:
+            table.setdefault(s, rng.normal(size=8))
+        return np.stack([table[s] for s in sentences])
+
+    built_in = sts.evaluate_sts(embed, root)["stsb"]["test"]
+    path = tmp_path / "pairs.csv"
+    path.write_text("text_a,text_b,gold\n" + "".join(f'"{a}","{b}",{s}\n' for a, b, s in PAIRS))
+    pairs = sts.read_scored_pairs(str(path), {"sentence1": "text_a", "sentence2": "text_b", "score": "gold"})
+    scores = sts.score_pair_set(pairs, sts.embedding_similarities(embed, pairs))
+    assert scores["spearman"] == pytest.approx(built_in, abs=1e-12) and scores["pairs"] == len(PAIRS)
+    assert -100 <= scores["pearson"] <= 100
+    path.write_text("sentence1,sentence2,score\na,b,high\n")
+    with pytest.raises(ValueError, match=r"pairs.csv:2: expected a similarity score \(a number\), got 'high'"):
+        sts.read_scored_pairs(str(path))
+    path.write_text("sentence1,sentence2,score\na,b,1\n")
+    with pytest.raises(ValueError, match=r"1 scored pair\(s\); a correlation needs at least two"):
+        sts.read_scored_pairs(str(path))
