@@ -5,6 +5,10 @@
   inline code span names a script that exists and a flag that script defines. The flags come from
   each script's own `--helpxml` (tools/flag_inventory.py: one subprocess that imports TensorFlow
   once and forks per script), so train.py's generated flags are covered and no model is built.
+- Every `python -m X` names a module of the repository (or another program's, on an allow-list);
+  every dotted name under a package of the repository (`common.models.build_encoder`) and every
+  repository path written in code (`common/models/bert.py`, `docs/data.md`) exists. Data paths,
+  URLs and placeholders are not looked for.
 - Every `make <target> VAR=...` names a target of the Makefile and a variable it sets.
 - Every relative link and image resolves to a file, and a `#heading` to a heading of that page. A
   page that a benchmark writes when it runs (`--results_dir` of bench/*.py) may be linked before it
