@@ -2,8 +2,8 @@
 
 - `common.models`: tokenizer, BERT backbones (Keras, TF Hub), pooling, the sentence
   encoder and its SavedModel export.
-- `common.data`: file access, NLI / STS / SICK readers, training-source resolution,
-  dataset fingerprints, the seeded resumable batch sampler, downloads.
+- `common.data`: file access, documents from files and folders, NLI / STS / SICK readers,
+  training-source resolution, dataset fingerprints, the seeded resumable batch sampler, downloads.
 - `common.training`: the method contract (`MethodModel`) and registry, typed run
   configs, the run's life (IDs, checkpoints, publishing), the step loop,
   distribution, schedules and optimizers, contrastive losses.

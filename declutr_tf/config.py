@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from common.data.documents import DocumentOptions
 from common.errors import UserError
 from common.training.config import option
 from common.training.grad_cache import GradCacheOptions
@@ -19,7 +20,7 @@ DEFAULTS = {"train_data": DEFAULT_DOCUMENTS, "batch_size": 4, "max_seq_len": 512
 
 
 @dataclasses.dataclass(frozen=True)
-class DeclutrOptions(GradCacheOptions):
+class DeclutrOptions(GradCacheOptions, DocumentOptions):
     """DeCLUTR hyperparameters; defaults are the paper's (A=2, P=2, l_min=32, l_max=512, temperature 0.05)."""
 
     num_anchors: int = option(2, "Anchors per document (A).", lower_bound=1)

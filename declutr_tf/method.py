@@ -16,7 +16,7 @@ from common.training.config import TrainConfig
 from common.training.grad_cache import mini_batch_chunks
 from common.training.runs import encoder_config
 from declutr_tf.config import DEFAULTS, DeclutrOptions
-from declutr_tf.documents import read_documents, span_batches
+from declutr_tf.documents import describe_lengths, read_documents, span_batches
 from declutr_tf.model import DeclutrModel
 
 
@@ -32,14 +32,13 @@ def build_model(config: TrainConfig):
 def make_data(config: TrainConfig, model):
     options, run = config.options, config.run
     spans = options.spans
-    documents = read_documents(resolve_sources(run.train_data, run.data_path), spans)
+    documents = read_documents(resolve_sources(run.train_data, run.data_path), spans, options.documents)
     tokenizer = model.encoder.tokenizer
     special = [tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id]
-    info = {"documents": len(documents.tokens), "skipped_short": documents.skipped_short,
-            "files": documents.sources, "fingerprint": documents.fingerprint()}
-    if documents.skipped_short:
-        logging.warning("Skipped %d documents shorter than %d tokens.", documents.skipped_short,
-                        spans.min_document_len)
+    summary, counts = describe_lengths(documents, spans)
+    # Before the run starts, on the console: a warning when documents are skipped, with the settings that use them.
+    (logging.warning if documents.skipped_short else logging.info)("DeCLUTR documents: %s", summary)
+    info = {**counts, "files": documents.files, "sources": documents.sources, "fingerprint": documents.fingerprint()}
 
     def prepare(anchors, positives, step):
         anchor_tokens = tokenizer(anchors)

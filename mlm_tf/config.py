@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from common.data.documents import DocumentOptions
 from common.errors import UserError
 from common.training.config import option
 
@@ -17,7 +18,7 @@ DEFAULTS = {"model": "random_bert_tiny", "train_data": ("documents/gutenberg/boo
 
 
 @dataclasses.dataclass(frozen=True)
-class MlmOptions:
+class MlmOptions(DocumentOptions):
     """BERT's masked-LM recipe on documents packed into windows of --max_seq_len tokens."""
 
     mask_rate: float = option(0.15, "Share of real tokens selected for prediction (80 % [MASK], 10 % random, "

@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from common.data.files import read_lines
+from common.data.documents import AUTO, PER_FILE, read_document_files
 from common.errors import UserError
 
 MANIFEST = "manifest.json"
@@ -19,7 +19,7 @@ MANIFEST = "manifest.json"
 
 @dataclasses.dataclass
 class Books:
-    """Documents (one per line of the source files) grouped by the book they come from.
+    """Documents grouped by the book they come from.
 
     Attributes:
         documents: list of list of str. documents[b] are book b's documents, in order.
@@ -30,37 +30,48 @@ class Books:
     titles: List[str]
 
 
-def read_books(paths: Sequence[str]) -> Books:
-    """Reads documents, one per line, grouped into books.
+def read_books(paths: Sequence[str], layout: str = AUTO) -> Books:
+    """Reads documents (`common.data.documents`: one per line of a file, or one per file of a
+    directory; `layout` chooses), grouped into books.
 
-    A `manifest.json` beside a file (as `documents/gutenberg/` has) gives each book's
-    number of documents, in file order; without one, every document is its own "book".
+    A `manifest.json` beside a file of one document per line (as `documents/gutenberg/` has)
+    gives each book's number of documents, in file order; without one, every document is its
+    own "book". A document that is a whole file is its own book.
 
     Raises:
         UserError: when a manifest's document counts do not add up to the file's lines.
     """
-    documents, titles = [], []
-    for path in paths:
-        lines = [line for line in read_lines(path) if line.strip()]
-        manifest = posixpath.join(posixpath.dirname(path), MANIFEST)
-        if tf.io.gfile.exists(manifest):
+    documents, titles, unlisted = [], [], []
+    for file in read_document_files(paths, layout):
+        lines = file.documents
+        manifest = posixpath.join(posixpath.dirname(file.path), MANIFEST)
+        if file.layout == PER_FILE:
+            documents.extend([d] for d in lines)
+            titles.extend(file.name for _ in lines)
+        elif tf.io.gfile.exists(manifest):
             with tf.io.gfile.GFile(manifest) as f:
                 books = json.load(f)["books"]
             counts = [int(b["documents"]) for b in books]
             if sum(counts) != len(lines):
-                raise UserError(f"{manifest}: its books have {sum(counts)} documents, but {path} has {len(lines)} "
-                                 "non-empty lines; expected one document per line, books in manifest order.")
+                raise UserError(f"{manifest}: its books have {sum(counts)} documents, but {file.path} has "
+                                f"{len(lines)} non-empty lines; expected one document per line, books in manifest "
+                                "order.")
             start = 0
             for book, count in zip(books, counts):
                 documents.append(lines[start:start + count])
                 titles.append(str(book.get("title", book.get("ebook", len(titles)))))
                 start += count
         else:
-            logging.warning("%s: no %s beside it; each document is held out (or not) on its own.", path, MANIFEST)
+            unlisted.append(file.path)
             documents.extend([line] for line in lines)
-            titles.extend(f"{posixpath.basename(path)}:{i + 1}" for i in range(len(lines)))
+            titles.extend(f"{file.name}:{i + 1}" for i in range(len(lines)))
+    if unlisted:
+        shown = ", ".join(unlisted[:3]) + (f" and {len(unlisted) - 3} more" if len(unlisted) > 3 else "")
+        logging.warning("%s: no %s beside %s; each document is held out (or not) on its own.", shown, MANIFEST,
+                        "it" if len(unlisted) == 1 else "them")
     if not documents:
-        raise UserError(f"No documents in {list(paths)}; expected text files with one document per line.")
+        raise UserError(f"No documents in {list(paths)}; expected text files (one document per line, or per file "
+                        "of a directory).")
     return Books(documents, titles)
 
 

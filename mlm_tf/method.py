@@ -41,7 +41,7 @@ def make_data(config: TrainConfig, model):
     run, options = config.run, config.options
     tokenizer = model.encoder.tokenizer
     window = model.encoder.encoder_config.max_seq_len
-    books = read_books(resolve_sources(run.train_data, run.data_path))
+    books = read_books(resolve_sources(run.train_data, run.data_path), options.documents)
     train_docs, heldout_docs, heldout_titles = split_books(books, options.heldout_books, run.seed)
     pack = dict(window=window, cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id, pad_id=tokenizer.pad_id)
     ids, mask = pack_windows(wordpieces(tokenizer, train_docs), **pack)

@@ -5,6 +5,10 @@
   inline code span names a script that exists and a flag that script defines. The flags come from
   each script's own `--helpxml` (tools/flag_inventory.py: one subprocess that imports TensorFlow
   once and forks per script), so train.py's generated flags are covered and no model is built.
+- Every `python -m X` names a module of the repository (or another program's, on an allow-list);
+  every dotted name under a package of the repository (`common.models.build_encoder`) and every
+  repository path written in code (`common/models/bert.py`, `docs/data.md`) exists. Data paths,
+  URLs and placeholders are not looked for.
 - Every `make <target> VAR=...` names a target of the Makefile and a variable it sets.
 - Every relative link and image resolves to a file, and a `#heading` to a heading of that page. A
   page that a benchmark writes when it runs (`--results_dir` of bench/*.py) may be linked before it
@@ -39,6 +43,11 @@ README_MAX_LINES = 200
 GENERATED_MARK = "do not edit by hand"
 
 # === Reading markdown ===
+
+
+def _exists_in_root(path: str) -> bool:
+    return os.path.exists(os.path.join(ROOT, path))
+
 
 _FENCE = re.compile(r"^\s*(```|~~~)(\S*)\s*$")
 _INLINE_CODE = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
@@ -178,6 +187,113 @@ def entries_with_flags(pages: Dict[str, str]) -> List[str]:
     return sorted(found)
 
 
+# === Modules and files of the repository ===
+
+# Other programs' modules the docs run with `python -m`: never looked for in the repository.
+THIRD_PARTY_MODULES = frozenset({"pytest", "pip", "venv"})
+# A token of a code span or line that might be a path: path characters and placeholder marks.
+_PATH_TOKEN = re.compile(r"[\w./<>${}*?~\[\]-]+")
+_PLACEHOLDER = re.compile(r"[<>${}*?~\[\]]|\.\.\.")
+_OUTPUT_FLAG = re.compile(r"--(?:\w*_dir|out|output)=$")
+_DOTTED = re.compile(r"(?<![\w./-])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?![\w/-])")
+
+
+@functools.lru_cache(maxsize=None)
+def top_level() -> frozenset:
+    """Names at the repository's top level, as a checkout has them: hidden names and what .gitignore
+    lists at the top (`artifacts/`, `/data`: a run's outputs and the data root) are left out."""
+    ignored = set()
+    with open(os.path.join(ROOT, ".gitignore")) as f:
+        for line in f:
+            name = line.strip().strip("/")
+            if name and not re.search(r"[*?\[/!#]", name):
+                ignored.add(name)
+    return frozenset(n for n in os.listdir(ROOT) if not n.startswith(".") and n not in ignored)
+
+
+def repository_paths(code: str, top: Set[str]) -> Iterator[str]:
+    """The repository-relative paths a code span or line names: tokens with a `/` whose first part is
+    a top-level name of the repository (`common/models/bert.py`, `docs/data.md`, `tests/`). Data paths
+    (`downstream/STS/...`, `../shared/data`, `<DATA_PATH>/...`, `artifacts/...`), URLs, globs,
+    placeholders and the value of a flag that names where a command writes (`--results_dir=...`,
+    `--out=...`) are not."""
+    for match in _PATH_TOKEN.finditer(code):
+        if _PLACEHOLDER.search(match.group(0)):
+            continue
+        token = match.group(0).rstrip(".,;")
+        if "/" not in token or token.startswith(("/", ".")):
+            continue
+        if code[max(0, match.start() - 2):match.start()] == ":/" or code[match.start() - 1:match.start()] == "@":
+            continue  # a URL's host or a repository@commit
+        if _OUTPUT_FLAG.search(code, 0, match.start()):
+            continue  # where a command writes (`--results_dir=docs/benchmarks/new`): it need not exist yet
+        if token.split("/", 1)[0] in top:
+            yield token
+
+
+def module_exists(module: str, root: str = ROOT) -> bool:
+    """Whether a dotted module is a .py file or a package of the repository."""
+    path = os.path.join(root, *module.split("."))
+    return os.path.isfile(path + ".py") or os.path.isfile(os.path.join(path, "__init__.py"))
+
+
+def module_mentions(module: str, name: str, root: str = ROOT) -> bool:
+    """Whether an existing module's source names `name` (defines, imports or re-exports it)."""
+    path = os.path.join(root, *module.split("."))
+    path = path + ".py" if os.path.isfile(path + ".py") else os.path.join(path, "__init__.py")
+    with open(path, encoding="utf-8") as f:
+        return re.search(rf"\b{re.escape(name)}\b", f.read()) is not None
+
+
+def dotted_name_problem(name: str, is_module, mentions) -> str:
+    """"" when the longest module prefix of a dotted name (`common.models.build_encoder`) exists and
+    names the next part; else what is missing. Later parts (a class's attributes) are not checked."""
+    parts = name.split(".")
+    for k in range(len(parts), 0, -1):
+        module = ".".join(parts[:k])
+        if is_module(module):
+            if k < len(parts) and not mentions(module, parts[k]):
+                return f"`{name}`: {module} has no {parts[k]}"
+            return ""
+    return f"`{name}`: no module {parts[0]} in the repository"
+
+
+def reference_problems(pages: Dict[str, str], top: Set[str], packages: Set[str], exists=_exists_in_root,
+                       is_module=module_exists, mentions=module_mentions) -> List[str]:
+    """What code (inline or in a block) names in the repository that does not exist:
+    - `python -m X` where X is neither a module of the repository nor in THIRD_PARTY_MODULES;
+    - a dotted name under one of the repository's packages (`common.models.build_encoder`) whose
+      module does not exist or does not name the next part;
+    - a repository path (`repository_paths`).
+
+    Args:
+        pages: dict. Page path -> its text.
+        top: set of str. The repository's top-level names (`top_level()`).
+        packages: set of str. Its top-level packages (`project_packages()`).
+        exists, is_module, mentions: whether a repository-relative path exists, a dotted module
+            exists, and a module names a name.
+    """
+    problems = []
+    for page, text in pages.items():
+        for code, line in code_texts(text):
+            for match in _INVOCATION.finditer(code):
+                module = match.group("module")
+                if module and module not in THIRD_PARTY_MODULES and not is_module(module):
+                    problems.append(f"{page}:{line}: `python -m {module}`: no such module in the repository"
+                                    + ("" if module.split(".")[0] in top else " (another program's? add it to "
+                                                                              "THIRD_PARTY_MODULES)"))
+            for match in _DOTTED.finditer(code):
+                name = match.group(0)
+                if name.split(".")[0] in packages and not re.search(r"-m\s+$", code[:match.start()]):
+                    problem = dotted_name_problem(name, is_module, mentions)
+                    if problem:
+                        problems.append(f"{page}:{line}: {problem}")
+            for path in repository_paths(code, top):
+                if not exists(path.rstrip("/")):
+                    problems.append(f"{page}:{line}: `{path}` does not exist in the repository")
+    return problems
+
+
 # === make ===
 
 
@@ -276,11 +392,7 @@ def _read(page: str) -> str:
         return f.read()
 
 
-def _exists(path: str) -> bool:
-    return os.path.exists(os.path.join(ROOT, path))
-
-
-def link_problems(pages: Dict[str, str], read=_read, exists=_exists) -> List[str]:
+def link_problems(pages: Dict[str, str], read=_read, exists=_exists_in_root) -> List[str]:
     """Relative links and images that do not resolve, and anchors a page does not have.
 
     Args:
@@ -340,6 +452,11 @@ def test_relative_links_and_images_resolve(pages):
     extra = {p: open(os.path.join(ROOT, p), encoding="utf-8").read() for p in ("CHANGELOG.md",)}
     problems = link_problems({**pages, **extra})
     assert not problems, "Broken links:\n" + "\n".join(problems)
+
+
+def test_modules_and_repository_files_named_in_code_exist(pages):
+    problems = reference_problems(pages, top_level(), project_packages())
+    assert not problems, "Modules and files named in the docs that do not exist:\n" + "\n".join(problems)
 
 
 def test_flag_reference_is_current(inventory):
@@ -423,6 +540,37 @@ def test_link_check_catches_missing_files_and_headings():
                         "docs/a.md:6: (img/missing.png): docs/img/missing.png does not exist",
                         "docs/b.md:3: (a.md#no-such): docs/a.md has no heading #no-such",
                         "docs/b.md:3: (../../outside.md) points outside the repository"]
+
+
+def test_reference_check_catches_missing_modules_names_and_files_and_passes_existing_ones():
+    files = {"common/models/bert.py", "common/models/__init__.py", "docs/data.md", "bench/ablation.py", "tests"}
+    sources = {"common.models": "from common.models.bert import BertConfig", "common.models.bert": "class BertConfig:"}
+    page = ("Run `python -m bench.ablation --x=1` and `python -m bench.gone`, then `python -m pytest tests/` and\n"
+            "`.venv/bin/python -m pip install -r requirements.txt`; see `common/models/bert.py:12`,\n"
+            "`common/models/gone.py`, `docs/data.md#training-data` and `docs/missing.md`.\n"
+            "`common.models.BertConfig(hidden=2)`, `common.models.bert.BertConfig.size`, `common.models.Gone`,\n"
+            "`common.gone.x`, `config.json`, `bench/ablation.py` and `np.float32` are names.\n\n"
+            "```bash\npython -m othertool.main --flag   # comment common/not_checked.py\n"
+            "python bench/removed.py --data_path=../shared/data --results_dir=docs/new   # data, outputs: not checked\n"
+            "ls <DATA_PATH>/downstream/STS/ artifacts/model/x downstream/SICK/a.txt common/*.py\n"
+            "git clone https://github.com/tests/x.git JohnGiorgi/DeCLUTR@v1 docs/... bench/<name>.py\n```\n")
+    is_module = lambda m: m.replace(".", "/") + ".py" in files or m.replace(".", "/") + "/__init__.py" in files
+    problems = reference_problems({"p.md": page}, {"common", "docs", "bench", "tests", "README.md"},
+                                  {"common", "bench"}, exists=files.__contains__,
+                                  is_module=lambda m: is_module(m) or m in ("common", "bench"),
+                                  mentions=lambda m, n: n in sources.get(m, ""))
+    assert problems == [
+        "p.md:8: `python -m othertool.main`: no such module in the repository (another program's? add it to "
+        "THIRD_PARTY_MODULES)",
+        "p.md:9: `bench/removed.py` does not exist in the repository",
+        "p.md:1: `python -m bench.gone`: no such module in the repository",
+        "p.md:3: `common/models/gone.py` does not exist in the repository",
+        "p.md:3: `docs/missing.md` does not exist in the repository",
+        "p.md:4: `common.models.Gone`: common.models has no Gone",
+        "p.md:5: `common.gone.x`: common has no gone"]
+    assert module_exists("common.training.runs") and module_exists("bench") and not module_exists("bench.gone")
+    assert module_mentions("common.models", "build_encoder") and not module_mentions("common", "build_encoder")
+    assert {"common", "docs", "train.py", "README.md"} <= top_level() and not {"artifacts", "data"} & top_level()
 
 
 def test_github_anchors():

@@ -217,3 +217,43 @@ def test_train_helpfull_groups_flags_by_method(tmp_path):
         assert group in out, group
     # Per-method defaults are shown where they differ.
     assert "pause: 1024" in out and "declutr: 4" in out
+
+
+def test_train_declutr_on_a_folder_of_files_says_what_it_uses_and_its_advice_works(tmp_path):
+    from common.training import registry
+
+    smoke = registry.get("declutr").smoke(str(tmp_path / "data"))  # spans of 8-32 words: documents need 128
+    folder = tmp_path / "texts"
+    for i, words in enumerate([300, 300, 80, 80, 80, 80]):
+        path = folder / f"part{i % 2}" / f"doc{i}.{'md' if i % 2 else 'txt'}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(" ".join(f"d{i}w{j}" for j in range(k, min(k + 10, words)))
+                                  for k in range(0, words, 10)) + "\n")
+    (folder / ".notes.txt").write_text(" ".join(["hidden"] * 400) + "\n")
+    args = [os.path.join(ROOT, "train.py"), "--method=declutr", f"--train_data={folder}",
+            f"--data_path={smoke['data_path']}", *[f"--{k}={smoke[k]}" for k in ("model", "batch_size", "max_seq_len",
+                                                                                "min_span_len", "max_span_len")],
+            "--train_epochs=1", "--train_steps_per_epoch=2", "--noeval_each_epoch",
+            f"--artifacts_dir={tmp_path / 'artifacts'}"]
+
+    def run(*extra):
+        proc = _run([*args, *extra], cwd=str(tmp_path))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        run_id = next(line.split(": ")[1] for line in proc.stdout.splitlines() if line.startswith("run ID:"))
+        return proc.stderr, json.load(open(tmp_path / "artifacts" / "model" / run_id / "config.json"))["data"]
+
+    # One document per file, the hidden one left out; the console says what was skipped and what would use it.
+    stderr, data = run()
+    (line,) = [line for line in stderr.splitlines() if "DeCLUTR documents:" in line]
+    assert line.startswith("W") and line.endswith(
+        "Read 6 documents from 6 files; 2 are long enough for --num_anchors=2 --max_span_len=32 (at least 128 "
+        "words); 4 are shorter (median 80 words) and skipped: --max_span_len=20 would use 6 of the 6.")
+    assert {k: data[k] for k in ("documents_read", "documents", "skipped_short", "files", "suggestion",
+                                 "suggestion_uses")} == {
+        "documents_read": 6, "documents": 2, "skipped_short": 4, "files": 6, "suggestion": "--max_span_len=20",
+        "suggestion_uses": 6}
+    # The advice works: given as it was written, every document is used.
+    stderr, data = run(*data["suggestion"].split())
+    assert "DeCLUTR documents: Read 6 documents from 6 files; all are long enough for --num_anchors=2 " \
+           "--max_span_len=20 (at least 80 words)." in stderr
+    assert (data["documents"], data["skipped_short"], data["suggestion"]) == (6, 0, None)

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from common.errors import UserError
 from declutr_tf.documents import read_documents, span_batches
 from declutr_tf.span_sampling import SpanConfig, sample_spans, span_statistics, view_of
 
@@ -101,9 +102,11 @@ def test_short_documents_are_skipped_and_counted(tmp_path):
                                " ".join(f"x{i}" for i in range(39)), " ".join(f"y{i}" for i in range(40))]) + "\n")
     docs = read_documents([str(path)], config)
     assert len(docs.tokens) == 2 and docs.skipped_short == 2
-    with pytest.raises(ValueError, match=r"No usable document.*all 4 are shorter than 400 tokens"):
+    with pytest.raises(UserError, match=r"read 4 documents from 1 file, all shorter than the 400 words that "
+                                        r"--num_anchors=2 --max_span_len=100 need \(median 39 words\); "
+                                        r"--max_span_len=9 would use 3 of them, or give longer documents\.$"):
         read_documents([str(path)], SpanConfig(num_anchors=2, min_span_len=4, max_span_len=100))
-    with pytest.raises(FileNotFoundError, match="DeCLUTR training data not found"):
+    with pytest.raises(FileNotFoundError, match="Documents not found"):
         read_documents([str(tmp_path / "missing.txt")], config)
 
 

@@ -85,6 +85,19 @@ def test_whole_books_are_held_out(tmp_path):
         split_books(Books([["a"]], ["a"]), 1, 0)
 
 
+def test_a_folder_of_files_is_one_book_per_file_and_per_line_keeps_lines(tmp_path):
+    (tmp_path / "texts" / "b").mkdir(parents=True)
+    (tmp_path / "texts" / "a.txt").write_text("first line of a\nsecond line of a\n")
+    (tmp_path / "texts" / "b" / "c.md").write_text("# c\n\nbody of c\n")
+    (tmp_path / "texts" / ".hidden.txt").write_text("never read\n")
+    books = read_books([str(tmp_path / "texts")])
+    assert books.documents == [["first line of a second line of a"], ["# c body of c"]]
+    assert books.titles == ["a.txt", "b/c.md"]
+    per_line = read_books([str(tmp_path / "texts")], "per_line")
+    assert per_line.documents == [["first line of a"], ["second line of a"], ["# c"], ["body of c"]]
+    assert per_line.titles == ["a.txt:1", "a.txt:2", "b/c.md:1", "b/c.md:2"]
+
+
 def test_a_tiny_run_lowers_the_heldout_loss_and_its_artifact_starts_other_methods(tmp_path):
     docs = write_documents(str(tmp_path / "data" / "docs.txt"), n=12, words=200)
     config = registry.build_config("mlm", {
