@@ -21,7 +21,8 @@ from common.flags import define_data_flags, define_model_flags
 from common.evaluation.resolve import MODES, resolve_cross_model, resolve_model
 from common.data.tables import parse_columns
 from common.evaluation.sts import (PAIR_SCORE_FIELDS, embedding_similarities, evaluate_sts, evaluate_sts_pairs,
-                                   format_table, format_txt, read_scored_pairs, score_pair_set)
+                                   format_comparison, format_table, format_txt, read_scored_pairs,
+                                   score_pair_set)
 
 define_data_flags()
 define_model_flags()
@@ -32,6 +33,8 @@ flags.DEFINE_string("pairs", None, "Score your own pairs instead: a CSV, TSV, JS
 flags.DEFINE_list("columns", [], "--pairs: map the fields to the file's columns, field:column,... (e.g. "
                   "sentence1:text_a,sentence2:text_b,score:label).")
 flags.DEFINE_string("output", None, "--pairs: also write {\"spearman\", \"pearson\", \"pairs\"} as JSON here.")
+flags.DEFINE_string("baseline", None, "Also score this model (e.g. the start a run trained from) on the same sets "
+                    "and print the two side by side with the difference (--mode=bi).")
 FLAGS = flags.FLAGS
 
 
@@ -42,6 +45,8 @@ def main(argv):
     # A user error (unknown model, wrong mode, missing data) ends in cli.run as one line, exit 2.
     if FLAGS.pairs is None and (FLAGS.columns or FLAGS.output):
         raise UserError("--columns and --output apply to --pairs=<file>; give --pairs, or leave them out.")
+    if FLAGS.baseline and (FLAGS.mode != "bi" or FLAGS.pairs):
+        raise UserError("--baseline compares two encoders on the STS sets: use it with --mode=bi and without --pairs.")
     pairs = read_scored_pairs(FLAGS.pairs, parse_columns(FLAGS.columns, PAIR_SCORE_FIELDS)) if FLAGS.pairs else None
     if FLAGS.mode == "cross":
         if FLAGS.precision != "fp32":
@@ -61,6 +66,23 @@ def main(argv):
             embed = lambda s: embedder.embed(s, FLAGS.batch_size)  # noqa: E731
             return _report_pairs(name, score_pair_set(pairs, embedding_similarities(embed, pairs)))
         results = evaluate_sts(lambda s: embedder.embed(s, FLAGS.batch_size), FLAGS.data_path)
+    results = _write_results(name, source, results)
+    if FLAGS.baseline:
+        start = resolve_model(FLAGS.baseline, FLAGS.artifacts_dir, FLAGS.model_location, FLAGS.gcs_bucket,
+                              FLAGS.max_seq_len, FLAGS.precision)
+        baseline = _write_results(start.name, start.source,
+                                  evaluate_sts(lambda s: start.embed(s, FLAGS.batch_size), FLAGS.data_path))
+        print(f"model: {name} ({source}) beside its baseline {start.name} ({start.source})")
+        print(format_comparison(baseline, results))
+        return 0
+    print(f"model: {name} ({source}), mode: {FLAGS.mode}")
+    print(format_table(results))
+    print(f"seconds: {results['seconds']:.1f}; results in {results['written_to']}")
+    return 0
+
+
+def _write_results(name: str, source: str, results):
+    """Writes `sts_<name>.json` and `.txt` under the artifacts' test/ folder; returns the results with their names."""
     results = {"model": name, "source": source, "mode": FLAGS.mode, "precision": FLAGS.precision, **results}
     stem = f"sts_{name}" if FLAGS.mode == "bi" else f"sts_{name}_{FLAGS.mode}"
     if FLAGS.precision != "fp32":  # beside, not over, the fp32 scores
@@ -72,10 +94,8 @@ def main(argv):
     artifacts.write_json(artifacts.join(out_dir, f"{stem}.json"), results)
     with tf.io.gfile.GFile(artifacts.join(out_dir, f"{stem}.txt"), "w") as f:
         f.write(format_txt(results))
-    print(f"model: {name} ({source}), mode: {FLAGS.mode}")
-    print(format_table(results))
-    print(f"seconds: {results['seconds']:.1f}; results in {out_dir}/{stem}.json")
-    return 0
+    results["written_to"] = artifacts.join(out_dir, f"{stem}.json")
+    return results
 
 
 def _report_pairs(name: str, scores) -> int:

@@ -244,7 +244,7 @@ def pause(s: Pause, run: Run):
     base = build_config("pause", dict(
         model=s.model, train_data=("senteval:dev", "senteval:test"), data_path=run.data_path,
         train_epochs=s.train_epochs, train_steps_per_epoch=s.train_steps_per_epoch, batch_size=s.batch_size,
-        max_seq_len=128, pos_sample_prec=s.pos_sample_prec, seed=run.seed, artifacts_dir=run.artifacts_dir,
+        max_seq_len=128, pos_sample_prec=s.pos_sample_prec, prior=1 / 3, seed=run.seed, artifacts_dir=run.artifacts_dir,
         eval_each_epoch=False, checkpoint_every=10_000, log_every=20))
 
     def throughput():

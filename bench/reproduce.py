@@ -458,8 +458,9 @@ def main(argv):
             name = f"simcse sup seed {seed}"
             ladder.score(name, simcse("sup", seed, row=name), senteval=seed in senteval_seeds)
     if "pause" in stages:
+        # The paper's prior (1/3 for every class), not the toolkit's estimate from the labelled pairs.
         common = dict(model=raw, train_data=NLI_OFFLINE, batch_size=64, max_seq_len=64, train_epochs=4,
-                      train_lr=lr, train_steps_per_epoch=FLAGS.pause_steps // 4)
+                      train_lr=lr, train_steps_per_epoch=FLAGS.pause_steps // 4, prior=1 / 3)
         for seed in seeds:
             for pct in FLAGS.percentages:
                 for kind, extra in (("pause", {}), ("supervised", dict(annealing="off", labeled_batch_fraction=1.0))):

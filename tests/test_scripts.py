@@ -29,10 +29,14 @@ def _helpshort(script):
 
 def test_test_sts_scores_a_spec_and_writes_results(tmp_path):
     data = write_sts_root(str(tmp_path / "data"))
+    # --baseline scores a second model on the same sets, side by side (here the same model: no change).
     proc = _run([os.path.join(ROOT, "test_sts.py"), "--model=random_tiny", f"--data_path={data}",
-                 f"--artifacts_dir={tmp_path / 'artifacts'}", "--max_seq_len=32"], cwd=str(tmp_path))
+                 f"--artifacts_dir={tmp_path / 'artifacts'}", "--max_seq_len=32", "--baseline=random_tiny"],
+                cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "sts12" in proc.stdout and "avg" in proc.stdout
+    assert "beside its baseline random_tiny" in proc.stdout
+    rows = {line.split()[0]: line.split()[1:] for line in proc.stdout.splitlines()[1:]}
+    assert set(rows) >= {"sts12", "stsb", "sickr", "avg"} and rows["avg"][2] == "+0.00" and rows["avg"][0] == rows["avg"][1]
     result = json.load(open(tmp_path / "artifacts" / "test" / "sts_random_tiny.json"))
     assert result["model"] == "random_tiny"
     assert set(result) >= {"sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr", "avg", "seconds"}

@@ -140,6 +140,18 @@ def format_table(results: Dict[str, object]) -> str:
     return "\n".join(rows)
 
 
+def format_comparison(baseline: Dict[str, object], results: Dict[str, object]) -> str:
+    """The headline numbers of a baseline and a model side by side, with the difference."""
+    names = [*STS_YEARS, "stsb", "sickr", "avg"]
+    before = headline_numbers(baseline) + [baseline["avg"]]
+    after = headline_numbers(results) + [results["avg"]]
+    width = max(10, len(str(baseline["model"])), len(str(results["model"])))
+    rows = [f"{'set':<8} {str(baseline['model'])[:width]:>{width}} {str(results['model'])[:width]:>{width}} "
+            f"{'change':>7}"]
+    rows += [f"{n:<8} {b:{width}.2f} {a:{width}.2f} {a - b:+7.2f}" for n, b, a in zip(names, before, after)]
+    return "\n".join(rows)
+
+
 def format_txt(results: Dict[str, object]) -> str:
     """`key=value` lines (correlations in [-1, 1]) as the original PAUSE code wrote them."""
     lines = [f"{year}={results[year]['all'] / 100:.6f}" for year in STS_YEARS]
