@@ -43,8 +43,9 @@ def test_every_bench_module_imports_beside_every_other_without_defining_flags():
     # Importing them defines the flags of what they import (absl's, TensorFlow's, common.cli's --verbose),
     # never their own.
     assert found["project_flags"] == {"common.cli": ["verbose"]}
-    assert set(found["define_flags"]) == {"ablation", "export_bench", "hf_pretrain", "mlm_throughput", "pack_books",
-                                          "reproduce", "roberta_reference", "sts_floor", "vs_sentence_transformers"}
+    assert set(found["define_flags"]) == {"ablation", "export_bench", "hf_pretrain", "make_retrieval_set",
+                                          "mlm_throughput", "pack_books", "reproduce", "retrieval_vs_st",
+                                          "roberta_reference", "sts_floor", "vs_sentence_transformers"}
 
 
 def test_each_benchmark_defines_its_flags_when_it_runs():

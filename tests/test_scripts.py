@@ -97,6 +97,49 @@ def test_test_sts_rejects_bad_input_clearly(tmp_path):
 
 
 
+def _write_tiny_beir(root):
+    """A BEIR folder of 3 queries (one without a relevant document) and 7 documents, one with a title."""
+    os.makedirs(os.path.join(root, "qrels"))
+    docs = [("d1", "", "A man is playing a guitar."), ("d2", "Music", "Someone plays an instrument."),
+            ("d3", "", "The stock market fell today."), ("d4", "", "A woman slices an onion."),
+            ("d5", "", "Shares dropped sharply."), ("d6", "", "A cat sleeps on the sofa."),
+            ("d7", "", "A chef is cooking.")]
+    with open(os.path.join(root, "corpus.jsonl"), "w") as f:
+        f.writelines(json.dumps({"_id": i, "title": t, "text": x}) + "\n" for i, t, x in docs)
+    with open(os.path.join(root, "queries.jsonl"), "w") as f:
+        f.writelines(json.dumps({"_id": i, "text": x}) + "\n" for i, x in (
+            ("q1", "Who plays music?"), ("q2", "Stocks went down."), ("q3", "An unjudged query.")))
+    with open(os.path.join(root, "qrels", "test.tsv"), "w") as f:
+        f.write("query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t1\nq2\td3\t1\nq2\td5\t2\nq3\td7\t0\n")
+    return root
+
+
+def test_retrieval_eval_scores_a_spec_and_writes_json(tmp_path):
+    data = _write_tiny_beir(str(tmp_path / "beir"))
+    out = tmp_path / "results" / "retrieval.json"
+    proc = _run([os.path.join(ROOT, "retrieval_eval.py"), "--model=random_tiny", f"--data={data}", "--max_seq_len=16",
+                 "--chunk_size=3", f"--output={out}"], cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "ndcg@10" in proc.stdout and "1 without a relevant document left out" in proc.stdout
+    result = json.load(open(out))
+    metrics = ("ndcg@10", "mrr@10", "recall@1", "recall@10", "recall@100", "map@100", "accuracy@1")
+    assert set(result) >= {*metrics, "queries", "documents", "seconds"}
+    assert all(0.0 <= result[k] <= 1.0 for k in metrics)
+    # 7 documents, all retrieved: every relevant one is within the top 100.
+    assert (result["queries"], result["documents"], result["recall@100"]) == (2, 7, 1.0)
+    assert not any(s in proc.stderr for s in TENSORFLOW_NOISE), proc.stderr
+
+
+def test_retrieval_eval_missing_qrels_is_one_line_and_exit_2(tmp_path):
+    data = _write_tiny_beir(str(tmp_path / "beir"))
+    proc = _run([os.path.join(ROOT, "retrieval_eval.py"), "--model=random_tiny", f"--data={data}", "--split=dev"],
+                cwd=str(tmp_path))
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("retrieval_eval.py: Qrels of split 'dev' not found: ") and "(the splits there: test)" in line
+
+
 @pytest.mark.parametrize("script,flag,says", [
     ("test_sts.py", "--no_such_flag=1", "Unknown command line flag 'no_such_flag'"),
     ("train.py", "--batch_size=many", "flag --batch_size=many: invalid literal for int()"),

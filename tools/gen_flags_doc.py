@@ -22,8 +22,8 @@ from typing import Dict, List, Sequence
 from tools.flag_inventory import ROOT, Flag
 
 # The scripts a user runs; benchmarks (bench/) are documented on their results pages.
-SCRIPTS = ("train.py", "test_sts.py", "senteval_eval.py", "cluster_eval.py", "export.py", "download_nli.py",
-           "check_sentence_transformers.py")
+SCRIPTS = ("train.py", "test_sts.py", "senteval_eval.py", "cluster_eval.py", "retrieval_eval.py", "export.py",
+           "download_nli.py", "check_sentence_transformers.py")
 PAGE = os.path.join("docs", "reference", "flags.md")
 EVERY_METHOD = "train.py: every method"
 # train.py's generated flags default to "unset" and name the method's default at the end of their help.
