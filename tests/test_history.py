@@ -1,0 +1,50 @@
+"""The history stays readable: every commit from here on has a subject of at most 72 characters.
+
+Commits up to HISTORY_RULE_FROM predate the rule and are left as they are (main's history is
+never rewritten). The check runs in the suite, so a commit that breaks it fails CI.
+"""
+
+import os
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The last commit before the rule; everything after it is checked.
+HISTORY_RULE_FROM = "0311707"
+MAX_SUBJECT = 72
+
+
+def subject_problems(subjects):
+    """(subject, why) for each commit subject that breaks the rule."""
+    problems = []
+    for subject in subjects:
+        if len(subject) > MAX_SUBJECT:
+            problems.append((subject, f"{len(subject)} characters (at most {MAX_SUBJECT}: the what; the why goes "
+                                      "in the body)"))
+        elif not subject.strip():
+            problems.append((subject, "empty"))
+        elif subject.rstrip().endswith("."):
+            problems.append((subject, "ends with a period"))
+    return problems
+
+
+def test_the_rule_fails_a_long_subject_and_passes_a_short_one():
+    assert subject_problems(["Read ST 6 pooling configs"]) == []
+    assert [why for _, why in subject_problems(["x" * 73, "Fix a thing.", ""])] == [
+        "73 characters (at most 72: the what; the why goes in the body)", "ends with a period", "empty"]
+
+
+def _git(*args):
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+
+
+def test_commits_after_the_rule_have_short_subjects():
+    try:
+        known = subprocess.run(["git", "cat-file", "-e", f"{HISTORY_RULE_FROM}^{{commit}}"], cwd=ROOT).returncode == 0
+        # A shallow clone without the rule's start checks the newest commit only.
+        out = _git("log", "--format=%s", f"{HISTORY_RULE_FROM}..HEAD" if known else "-1")
+    except (OSError, subprocess.CalledProcessError) as e:
+        pytest.fail(f"git log failed in {ROOT} ({e}); the suite runs in a clone with its history.")
+    problems = subject_problems(out.splitlines())
+    assert not problems, "Commit subjects to shorten:\n" + "\n".join(f"{s!r}: {why}" for s, why in problems)
