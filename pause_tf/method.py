@@ -129,9 +129,6 @@ def make_data(config: TrainConfig, model):
             options = config.options
         pairs, extra = _pairs(config)
         labels = pu_split(pairs.labels, options.pos_sample_prec, run.seed)
-        if labels.max(initial=-1) >= options.classes:
-            raise UserError(f"The training pairs have class ids up to {labels.max()}, but --num_classes="
-                             f"{options.classes}.")
         estimated = options.prior is None and options.class_priors == tuple(
             f"{p:.6g}" for p in estimate_priors(labels, options.classes))
         summary = data_summary(pairs, labels, extra, options.label_names, options.priors, estimated)
