@@ -19,8 +19,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 from keras_hub.layers import PositionEmbedding, ReversibleEmbedding, TransformerEncoder
-from keras_hub.src.layers.modeling.transformer_layer_utils import merge_padding_and_attention_mask
 
+from common import compat
 from common.errors import UserError
 from common.models import precision as precision_lib
 
@@ -81,28 +81,27 @@ class BertLayer(TransformerEncoder):
         if self.normalize_first or return_attention_scores:
             return super().call(inputs, padding_mask=padding_mask, attention_mask=attention_mask,
                                 training=training, return_attention_scores=return_attention_scores)
-        attention = self._self_attention_layer
+        parts = compat.encoder_parts(self)
         hidden = inputs.shape[-1]
         shape = tf.shape(inputs)
         rows = tf.reshape(inputs, [-1, hidden])
-        mask = merge_padding_and_attention_mask(inputs, padding_mask, attention_mask)
-        mask = attention._compute_attention_mask(inputs, inputs, attention_mask=mask)
-        per_head = [shape[0], shape[1], attention._num_heads, attention._key_dim]
+        mask = compat.merge_padding_and_attention_mask(inputs, padding_mask, attention_mask)
+        mask = compat.attention_mask(parts.attention, inputs, mask)
+        per_head = [shape[0], shape[1], *compat.attention_heads(parts.attention)]
         query, key, value = (tf.reshape(_dense_2d(rows, dense, hidden), per_head)
-                             for dense in (attention._query_dense, attention._key_dense, attention._value_dense))
-        context, _ = attention._compute_attention(query, key, value, attention_mask=mask, training=training)
-        x = _dense_2d(tf.reshape(context, [-1, hidden]), attention._output_dense, hidden)
-        x = self._self_attention_dropout(tf.reshape(x, shape), training=training)
-        x = self._self_attention_layer_norm(x + inputs)
+                             for dense in (parts.query, parts.key, parts.value))
+        context = compat.attention_context(parts.attention, query, key, value, mask, training)
+        x = _dense_2d(tf.reshape(context, [-1, hidden]), parts.attention_output, hidden)
+        x = parts.attention_dropout(tf.reshape(x, shape), training=training)
+        x = parts.attention_norm(x + inputs)
 
-        intermediate = self._feedforward_intermediate_dense
-        h = _dense_2d(tf.reshape(x, [-1, hidden]), intermediate, self.intermediate_dim)
-        activation = intermediate.activation if training or self.inference_activation is None \
+        h = _dense_2d(tf.reshape(x, [-1, hidden]), parts.intermediate, self.intermediate_dim)
+        activation = parts.intermediate.activation if training or self.inference_activation is None \
             else self.inference_activation
         h = activation(h)
-        y = _dense_2d(h, self._feedforward_output_dense, hidden)
-        y = self._feedforward_dropout(tf.reshape(y, shape), training=training)
-        return self._feedforward_layer_norm(y + x)
+        y = _dense_2d(h, parts.output, hidden)
+        y = parts.feedforward_dropout(tf.reshape(y, shape), training=training)
+        return parts.feedforward_norm(y + x)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -396,22 +395,22 @@ def hf_weight_map(backbone: BertBackbone) -> List[HFTensor]:
     ]
     for i, layer in enumerate(backbone.transformer_layers):
         p = f"encoder.layer.{i}"
-        att = layer._self_attention_layer
-        for proj, dense in (("query", att._query_dense), ("key", att._key_dense), ("value", att._value_dense)):
+        parts = compat.encoder_parts(layer)
+        for proj, dense in (("query", parts.query), ("key", parts.key), ("value", parts.value)):
             entries.append(HFTensor(f"{p}.attention.self.{proj}.weight", dense.kernel, (hidden, hidden), linear=True))
             entries.append(HFTensor(f"{p}.attention.self.{proj}.bias", dense.bias, (hidden,)))
         entries += [
-            HFTensor(f"{p}.attention.output.dense.weight", att._output_dense.kernel, (hidden, hidden), linear=True),
-            HFTensor(f"{p}.attention.output.dense.bias", att._output_dense.bias, (hidden,)),
-            HFTensor(f"{p}.attention.output.LayerNorm.weight", layer._self_attention_layer_norm.gamma, (hidden,)),
-            HFTensor(f"{p}.attention.output.LayerNorm.bias", layer._self_attention_layer_norm.beta, (hidden,)),
-            HFTensor(f"{p}.intermediate.dense.weight", layer._feedforward_intermediate_dense.kernel, (inner, hidden),
+            HFTensor(f"{p}.attention.output.dense.weight", parts.attention_output.kernel, (hidden, hidden),
                      linear=True),
-            HFTensor(f"{p}.intermediate.dense.bias", layer._feedforward_intermediate_dense.bias, (inner,)),
-            HFTensor(f"{p}.output.dense.weight", layer._feedforward_output_dense.kernel, (hidden, inner), linear=True),
-            HFTensor(f"{p}.output.dense.bias", layer._feedforward_output_dense.bias, (hidden,)),
-            HFTensor(f"{p}.output.LayerNorm.weight", layer._feedforward_layer_norm.gamma, (hidden,)),
-            HFTensor(f"{p}.output.LayerNorm.bias", layer._feedforward_layer_norm.beta, (hidden,)),
+            HFTensor(f"{p}.attention.output.dense.bias", parts.attention_output.bias, (hidden,)),
+            HFTensor(f"{p}.attention.output.LayerNorm.weight", parts.attention_norm.gamma, (hidden,)),
+            HFTensor(f"{p}.attention.output.LayerNorm.bias", parts.attention_norm.beta, (hidden,)),
+            HFTensor(f"{p}.intermediate.dense.weight", parts.intermediate.kernel, (inner, hidden), linear=True),
+            HFTensor(f"{p}.intermediate.dense.bias", parts.intermediate.bias, (inner,)),
+            HFTensor(f"{p}.output.dense.weight", parts.output.kernel, (hidden, inner), linear=True),
+            HFTensor(f"{p}.output.dense.bias", parts.output.bias, (hidden,)),
+            HFTensor(f"{p}.output.LayerNorm.weight", parts.feedforward_norm.gamma, (hidden,)),
+            HFTensor(f"{p}.output.LayerNorm.bias", parts.feedforward_norm.beta, (hidden,)),
         ]
     return entries + pooler_weight_map(backbone)
 

@@ -25,7 +25,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import tensorflow as tf
 
-from common import artifacts
+from common import artifacts, compat
 from common.models.encoder import SentenceEncoder, float32_encoder, inference_encoder
 
 SERVING_INPUT = "sentences"
@@ -50,7 +50,7 @@ def export_encoder(encoder: SentenceEncoder, path: str) -> None:
     # tf.Module's base class: tf.Module computes `variables` and `trainable_variables` as
     # read-only properties, which are not saved (tf.train.Checkpoint, as in TF Hub's own
     # examples, would add a `save_counter` variable).
-    root = tf.__internal__.tracking.AutoTrackable()
+    root = compat.auto_trackable()
     # The encoder is captured by the closures below, not tracked as an attribute:
     # tracking the Keras object would store every weight a second time. Both lists
     # hold the same tf.Variable objects, which a SavedModel stores once.

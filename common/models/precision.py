@@ -115,9 +115,10 @@ def onednn_cpu() -> bool:
     """Whether TensorFlow runs on its oneDNN CPU kernels here (x86 builds, unless TF_ENABLE_ONEDNN_OPTS=0)
     and sees no GPU: where its graph optimizer fuses a matmul, its bias and an exact GELU into one kernel."""
     import tensorflow as tf
-    from tensorflow.python.util import _pywrap_util_port
 
-    return bool(_pywrap_util_port.IsMklEnabled()) and not tf.config.list_physical_devices("GPU")
+    from common import compat
+
+    return compat.onednn_enabled() and not tf.config.list_physical_devices("GPU")
 
 
 def fused_inference_activation(name: str, precision: str) -> Union[None, Callable]:

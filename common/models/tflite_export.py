@@ -31,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from common import compat
 from common.errors import UserError
 from common.models.encoder import SentenceEncoder
 from common.models.export import SERVING_INPUT, SERVING_OUTPUT
@@ -54,7 +55,7 @@ def tflite_model(encoder: SentenceEncoder, quantize: str = "none") -> bytes:
     Raises:
         UserError: for an unknown `quantize`.
     """
-    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+    convert_variables_to_constants_v2 = compat.variables_to_constants()
 
     if quantize not in QUANTIZATIONS:
         raise UserError(f"quantize must be one of {QUANTIZATIONS}, got {quantize!r}.")

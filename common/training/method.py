@@ -29,6 +29,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from common import compat
 from common.training.config import HELDOUT_PREFIX
 from common.training.distribute import replica_sum
 from common.training.grad_cache import cached_gradients
@@ -231,7 +232,7 @@ class MethodModel(keras.Model):
             self.optimizer.iterations.assign_add(1)
 
         gradients = [g for g, _ in pairs]
-        if tf.__internal__.distribute.strategy_supports_no_merge_call():
+        if compat.strategy_supports_no_merge_call():
             tf.cond(finite, lambda: apply(gradients), skip)
             return
 

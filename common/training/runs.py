@@ -33,7 +33,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from common import artifacts, figures
+from common import artifacts, compat, figures
 from common.data.sources import evaluation_sets_in
 from common.errors import UserError
 from common.models.encoder import EncoderConfig, inference_encoder
@@ -179,20 +179,17 @@ def seeded(seed: int):
     from there; building a model inside this block makes it a function of `seed`
     without leaving global state changed for the caller.
     """
-    from keras.src.backend.common import global_state
-    from keras.src.random.seed_generator import GLOBAL_SEED_GENERATOR
-
     py_state, np_state = random.getstate(), np.random.get_state()
-    generator = global_state.get_global_attribute(GLOBAL_SEED_GENERATOR)
+    generator = compat.get_global_seed_generator()
     random.seed(seed)
     np.random.seed(seed)
-    global_state.set_global_attribute(GLOBAL_SEED_GENERATOR, None)
+    compat.set_global_seed_generator(None)
     try:
         yield
     finally:
         random.setstate(py_state)
         np.random.set_state(np_state)
-        global_state.set_global_attribute(GLOBAL_SEED_GENERATOR, generator)
+        compat.set_global_seed_generator(generator)
 
 
 def build_and_compile(config: TrainConfig, strategy: tf.distribute.Strategy):
