@@ -603,7 +603,7 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
             bert_config = bert_lib.BertConfig.from_hf_config(_join(location, "config.json"))
             settings = st_folder.read_folder(location, bert_config.hidden_size)
             if bert_config.model_type == "roberta":
-                bpe_files = read_roberta_tokenizer(location)
+                bpe_files, lowercase = read_roberta_tokenizer(location), False  # byte-level BPE is cased
             else:
                 vocabulary, lowercase = _bert_vocabulary(location), _lowercase(location)
             if settings.lower_case_input and not lowercase:
