@@ -4,8 +4,8 @@ MTEB 2.x (`mteb.evaluate`) runs a model that follows its `EncoderProtocol`
 (`mteb.models.models_protocols`): `encode(inputs, *, task_metadata, hf_split, hf_subset,
 prompt_type=None, **kwargs)`, where `inputs` is a DataLoader of batches (dicts whose "text"
 holds the batch's texts) and the answer an array [n, dim]; `similarity` and
-`similarity_pairwise`; and `mteb_model_meta`, an `mteb.ModelMeta` that names the model (its
-name and revision key MTEB's result cache). `mteb.evaluate` wraps a sentence-transformers model
+`similarity_pairwise`; and `mteb_model_meta`, an `mteb.models.ModelMeta` that names the model
+(its name and revision key MTEB's result cache). `mteb.evaluate` wraps a sentence-transformers model
 itself, and takes any other model as it is when it has `mteb_model_meta`; a model without it is
 not run. MTEB 1.x called `model.encode(sentences, **kwargs)` instead, which `SentenceModel` takes
 as it is.
@@ -133,8 +133,12 @@ class MtebEncoder:
                                  prompt=self.prompt(task_metadata, prompt_type), **options)
 
     def similarity(self, embeddings1, embeddings2) -> np.ndarray:
-        """Cosine similarity of every row of `embeddings1` with every row of `embeddings2` [n, m]."""
-        return self.model.similarity(np.asarray(embeddings1), np.asarray(embeddings2))
+        """Cosine similarity of every row of `embeddings1` with every row of `embeddings2` [n, m]; of two
+        single embeddings [dim], a 0-d array: MTEB's summarization evaluator takes `float()` of it,
+        which NumPy allows of 0-d arrays only (PyTorch of any one-element tensor)."""
+        a, b = np.asarray(embeddings1), np.asarray(embeddings2)
+        scores = self.model.similarity(a, b)
+        return scores[0, 0] if a.ndim == b.ndim == 1 else scores
 
     def similarity_pairwise(self, embeddings1, embeddings2) -> np.ndarray:
         """Cosine similarity of each row of `embeddings1` with the same row of `embeddings2` [n]."""
@@ -144,9 +148,9 @@ class MtebEncoder:
 
     @property
     def mteb_model_meta(self):
-        """`mteb.ModelMeta` naming the model (imports MTEB when first read)."""
+        """`mteb.models.ModelMeta` naming the model (imports MTEB when first read)."""
         if self._meta is None:
-            from mteb import ModelMeta
+            from mteb.models import ModelMeta
 
             self._meta = ModelMeta.create_empty(overwrites={"name": self.name, "revision": self.revision,
                                                             "framework": ["TensorFlow"]})

@@ -86,6 +86,8 @@ def test_similarities_are_cosines(model):
     unit_a = a / np.linalg.norm(a, axis=1, keepdims=True)
     unit_b = b / np.linalg.norm(b, axis=1, keepdims=True)
     np.testing.assert_allclose(encoder.similarity(a, b), unit_a @ unit_b.T, atol=1e-6)
+    # Two single embeddings: one number, as MTEB's summarization evaluator reads it.
+    assert float(encoder.similarity(a[1], b[2])) == pytest.approx(float(unit_a[1] @ unit_b[2]), abs=1e-6)
     pairwise = encoder.similarity_pairwise(a, b)
     assert pairwise.shape == (len(TEXTS),)
     np.testing.assert_allclose(pairwise, np.sum(unit_a * unit_b, axis=1), atol=1e-6)
@@ -100,7 +102,10 @@ def test_model_meta_names_the_model_and_mteb_is_imported_only_for_it(model, monk
             made.update(overwrites)
             return cls()
 
-    monkeypatch.setitem(sys.modules, "mteb", types.SimpleNamespace(ModelMeta=ModelMeta))
+    package = types.ModuleType("mteb")
+    package.models = types.SimpleNamespace(ModelMeta=ModelMeta)
+    monkeypatch.setitem(sys.modules, "mteb", package)
+    monkeypatch.setitem(sys.modules, "mteb.models", package.models)
     encoder = MtebEncoder(model)
     assert isinstance(encoder.mteb_model_meta, ModelMeta) and encoder.mteb_model_meta is encoder.mteb_model_meta
     assert made == {"name": "local/random_tiny", "revision": None, "framework": ["TensorFlow"]}
