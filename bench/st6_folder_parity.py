@@ -7,10 +7,10 @@ The reference environment's Python runs bench/st6_folder_reference.py (which imp
 project): it saves MiniLM, and models built from MiniLM's transformer with Dense and Normalize
 modules, with prompts and with `include_prompt=False`, each with the installed sentence-transformers'
 `save` (6.x writes the `pooling_mode` key), and embeds STS-B test's sentences with each folder as
-`SentenceTransformer(folder)` loads it (plus LONG texts of 60 of those sentences each, longer than
-MiniLM's 256 tokens, so that where each side truncates is compared too): with the default prompt, with `prompt=""` and with
-`prompt_name="document"` where the folder has prompts. This process loads each folder with
-`SentenceModel(folder)` and embeds the same sentences with the same arguments. The page lists the
+`SentenceTransformer(folder)` loads it (and LONG_TEXTS texts of LONG of those sentences each, past
+MiniLM's 256 tokens, so that where each side truncates is compared too): with the default prompt,
+with `prompt=""` and with `prompt_name="document"` where the folder has prompts. This process loads
+each folder with `SentenceModel(folder)` and embeds the same sentences with the same arguments. The page lists the
 largest absolute difference of each, against the bound of 1e-5. Not part of the test suite (it
 needs PyTorch); the suite tests each layout on tiny random BERTs against NumPy.
 """

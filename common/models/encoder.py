@@ -57,8 +57,8 @@ VALID_SPECS_HELP = (
     "(the original TF Hub BERTs); fresh, random (no pretraining): 'random_bert_tiny', 'random_bert_mini', "
     "'random_bert_small', 'random_bert_medium', 'random_bert_base' or a bert_config.json (to pretrain), "
     "'random_tiny' (for tests); a run ID or artifact directory of train.py, a TF Hub URL (https://tfhub.dev/...), "
-    "a local or gs:// Hugging Face BERT directory (config.json, model.safetensors, vocab.txt) "
-    "or RoBERTa directory (config.json, model.safetensors, vocab.json + merges.txt or tokenizer.json), "
+    "a local or gs:// Hugging Face BERT directory (config.json, model.safetensors, vocab.txt or "
+    "tokenizer.json) or RoBERTa directory (config.json, model.safetensors, vocab.json + merges.txt or tokenizer.json), "
     "or a TF-Hub-format BERT SavedModel directory"
 )
 
@@ -554,8 +554,9 @@ def _resolve_spec(spec: str) -> tuple[str, str]:
             return "hub", spec
         raise UserError(
             f"{spec}: neither a train.py artifact (config.json, weights/), a Hugging Face BERT directory "
-            "(config.json, model.safetensors, vocab.txt), a RoBERTa one (config.json with model_type "
-            "'roberta', model.safetensors, vocab.json + merges.txt) nor a SavedModel directory (saved_model.pb)."
+            "(config.json, model.safetensors, vocab.txt or tokenizer.json), a RoBERTa one (config.json with "
+            "model_type 'roberta', model.safetensors, vocab.json + merges.txt) nor a SavedModel directory "
+            "(saved_model.pb)."
         )
     raise UserError(f"Unknown encoder spec {spec!r}; {VALID_SPECS_HELP}.")
 

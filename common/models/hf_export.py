@@ -219,8 +219,9 @@ def write_sentence_transformers(encoder: SentenceEncoder, path: str) -> None:
         _write_dense(dense_folders.pop(0), hidden, hidden, True, TANH,
                      bert_lib.pooler_weight_map(backbone, "linear."))
     for folder, layer in zip(dense_folders, encoder.dense_layers):
-        _write_dense(folder, int(layer.kernel.shape[0]), layer.units, layer.use_bias,
-                     st_folder.KERAS_TO_ST_ACTIVATION[layer.get_config()["activation"]], st_folder.dense_weight_map(layer))
+        activation = st_folder.KERAS_TO_ST_ACTIVATION[layer.get_config()["activation"]]
+        _write_dense(folder, int(layer.kernel.shape[0]), layer.units, layer.use_bias, activation,
+                     st_folder.dense_weight_map(layer))
 
 
 def _write_dense(folder: str, in_features: int, out_features: int, bias: bool, activation: str,

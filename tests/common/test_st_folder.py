@@ -270,8 +270,9 @@ def test_folder_prompts_apply_as_in_sentence_transformers(hf_dir, tmp_path):
 
 @pytest.mark.parametrize("mode", ["mean", "cls"])
 def test_include_prompt_false_pools_without_the_prompts_tokens(hf_dir, tmp_path, mode):
-    folder, _ = st_folder(tmp_path, hf_dir, "st", pooling={**ST6_MEAN, "pooling_mode": mode, "include_prompt": False},
-                          normalize="config", prompts={"prompts": {"query": "query: find"}, "default_prompt_name": None})
+    pooling = {**ST6_MEAN, "pooling_mode": mode, "include_prompt": False}
+    folder, _ = st_folder(tmp_path, hf_dir, "st", pooling=pooling, normalize="config",
+                          prompts={"prompts": {"query": "query: find"}, "default_prompt_name": None})
     model, encoder = SentenceModel(folder), build_encoder(EncoderConfig(spec=hf_dir))
     prompt = "query: find"
     length = encoder.prompt_token_count(prompt)
