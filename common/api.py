@@ -90,26 +90,38 @@ class SentenceModel:
             or TFLite file takes only fp32. Defaults to "fp32".
         prompts: dict of str to str, or None. Named prefixes for `encode(...,
             prompt_name=...)`, as sentence-transformers' `prompts` (e.g.
-            {"query": "query: ", "passage": "passage: "}). Defaults to none.
+            {"query": "query: ", "passage": "passage: "}), added to the model's own (a
+            sentence-transformers folder's `prompts`; these win where both name one).
+            Defaults to none.
+        default_prompt_name: str or None. The prompt `encode` applies when given none; None
+            takes the model's own (a sentence-transformers folder's `default_prompt_name`),
+            if any. Defaults to None.
 
     Raises:
-        UserError: for a value that is not a model, naming the valid forms.
+        UserError: for a value that is not a model, naming the valid forms, or a
+            `default_prompt_name` that is not one of the prompts.
         FileNotFoundError: for a run ID or path that does not exist.
     """
 
     def __init__(self, model: str = "minilm", artifacts_dir: str = "artifacts", model_location: str = "local",
                  gcs_bucket: Optional[str] = None, max_seq_len: Optional[int] = None,
-                 precision: str = DEFAULT_PRECISION, prompts: Optional[Dict[str, str]] = None):
+                 precision: str = DEFAULT_PRECISION, prompts: Optional[Dict[str, str]] = None,
+                 default_prompt_name: Optional[str] = None):
         if prompts is not None and not (isinstance(prompts, dict) and
                                         all(isinstance(k, str) and isinstance(v, str) for k, v in prompts.items())):
             raise UserError(f"SentenceModel: prompts must map names to prefix strings, e.g. "
                             f"{{'query': 'query: '}}; got {prompts!r}.")
-        self.prompts = dict(prompts or {})
         if not isinstance(model, str) or not model.strip():
             raise UserError(f"SentenceModel needs a model: an encoder spec such as 'minilm', a run ID "
                              f"YYYYMMDD-HHMMSS or a path; got {model!r}.")
         self._embedder = resolve_model(model, artifacts_dir=artifacts_dir, model_location=model_location,
                                        gcs_bucket=gcs_bucket, max_seq_len=max_seq_len, precision=precision)
+        # As sentence-transformers merges them: the caller's prompts and default over the model's.
+        self.prompts = {**self._embedder.prompts, **(prompts or {})}
+        self.default_prompt_name = default_prompt_name or self._embedder.default_prompt_name
+        if self.default_prompt_name is not None and self.default_prompt_name not in self.prompts:
+            raise UserError(f"SentenceModel: default_prompt_name={self.default_prompt_name!r} is not one of the "
+                            f"prompts {sorted(self.prompts)}; pass prompts={{{self.default_prompt_name!r}: '...'}}.")
 
     @property
     def name(self) -> str:
@@ -141,9 +153,13 @@ class SentenceModel:
                 cosine. Models that normalise already (MiniLM) are unchanged.
                 Defaults to False.
             show_progress_bar: bool. A tqdm bar over the batches. Defaults to False.
-            prompt: str or None. A prefix put before every sentence (e.g. "query: ").
-            prompt_name: str or None. The name of one of the constructor's `prompts`;
-                `prompt` wins when both are given, as in sentence-transformers.
+            prompt: str or None. A prefix put before every sentence (e.g. "query: ");
+                "" for none, even where the model has a default prompt.
+            prompt_name: str or None. The name of one of the model's `prompts`;
+                `prompt` wins when both are given, as in sentence-transformers. With
+                neither, the `default_prompt_name`'s prompt applies, if any. A model
+                whose pooling excludes the prompt (a sentence-transformers folder's
+                `include_prompt: false`) pools the sentence's tokens only.
             normalize_embeddings: bool or None. sentence-transformers' name for
                 `normalize`; either one set normalises.
             convert_to_tensor: bool. Return a tf.Tensor instead of a NumPy array.
@@ -173,6 +189,8 @@ class SentenceModel:
                 raise UserError(f"encode: prompt_name={prompt_name!r} is not one of this model's prompts "
                                 f"{sorted(self.prompts)}; pass prompts={{{prompt_name!r}: '...'}} to SentenceModel.")
             prompt = self.prompts[prompt_name]
+        elif prompt is None and self.default_prompt_name is not None:
+            prompt = self.prompts[self.default_prompt_name]
         single = isinstance(sentences, str)
         batch = [sentences] if single else list(sentences)
         if not batch:
@@ -180,9 +198,8 @@ class SentenceModel:
         for i, sentence in enumerate(batch):
             if not isinstance(sentence, str):
                 raise UserError(f"encode: sentences must be str, got {type(sentence).__name__} at index {i}.")
-        if prompt:
-            batch = [prompt + sentence for sentence in batch]
-        embeddings = self._embedder.embed(batch, batch_size=batch_size, progress=show_progress_bar)
+        embeddings = self._embedder.embed(batch, batch_size=batch_size, progress=show_progress_bar,
+                                          prompt=prompt or "")
         if normalize or normalize_embeddings:
             embeddings = _unit_rows(embeddings)
         out = embeddings[0] if single else embeddings

@@ -45,7 +45,8 @@ def test_every_bench_module_imports_beside_every_other_without_defining_flags():
     assert found["project_flags"] == {"common.cli": ["verbose"]}
     assert set(found["define_flags"]) == {"ablation", "export_bench", "hf_pretrain", "make_retrieval_set",
                                           "mlm_throughput", "pack_books", "reproduce", "retrieval_vs_st",
-                                          "roberta_reference", "sts_floor", "vs_sentence_transformers"}
+                                          "roberta_reference", "st6_folder_parity", "sts_floor",
+                                          "vs_sentence_transformers"}
 
 
 def test_each_benchmark_defines_its_flags_when_it_runs():
@@ -57,7 +58,7 @@ def test_each_benchmark_defines_its_flags_when_it_runs():
     assert {"method", "poolings", "pos_sample_prec", "results_dir"} <= own["bench.ablation"]
     assert {"stages", "percentages", "results_dir"} <= own["bench.reproduce"]
     assert {"results_dir"} <= own["bench.sts_floor"] & own["bench.export_bench"] & own["bench.mlm_throughput"]
-    assert {"results_dir"} <= own["bench.vs_sentence_transformers"]
+    assert {"results_dir"} <= own["bench.vs_sentence_transformers"] & own["bench.st6_folder_parity"]
 
 
 def test_helpshort_lists_the_flags_of_a_benchmark_run_as_a_script():

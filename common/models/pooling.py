@@ -36,6 +36,40 @@ def cls_pool(sequence_output: tf.Tensor) -> tf.Tensor:
     return sequence_output[:, 0, :]
 
 
+def exclude_prefix(padding_mask: tf.Tensor, length: int) -> tf.Tensor:
+    """`padding_mask` with each row's first `length` positions masked out: a prompt's tokens
+    ([CLS] included) left out of pooling, as sentence-transformers' `include_prompt=False`.
+
+    Args:
+        padding_mask: tf.Tensor. [batch, length], 1 for real tokens, 0 for padding (right-padded).
+        length: int. Positions to mask from the start.
+
+    Returns:
+        [batch, length] tensor of `padding_mask`'s dtype.
+    """
+    positions = tf.range(tf.shape(padding_mask)[1])[tf.newaxis, :]  # [1, T]
+    return padding_mask * tf.cast(positions >= length, padding_mask.dtype)  # [B, T]
+
+
+def first_token_pool(sequence_output: tf.Tensor, padding_mask: tf.Tensor) -> tf.Tensor:
+    """The vector of each row's first unmasked token, or of its first token where none is unmasked:
+    sentence-transformers' CLS pooling, which takes the first token its mask keeps (after a prompt
+    that `exclude_prefix` masked out).
+
+    Args:
+        sequence_output: tf.Tensor. [batch, length, hidden] token vectors.
+        padding_mask: tf.Tensor. [batch, length], 1 for tokens that may be taken.
+
+    Returns:
+        [batch, hidden] float tensor.
+    """
+    length = tf.shape(padding_mask)[1]
+    positions = tf.range(length)[tf.newaxis, :]  # [1, T]
+    first = tf.reduce_min(tf.where(padding_mask > 0, positions, length), axis=1)  # [B]
+    first = tf.where(first == length, 0, first)  # [B]
+    return tf.gather(sequence_output, first, axis=1, batch_dims=1)  # [B, H]
+
+
 def pool(sequence_output: tf.Tensor, padding_mask: tf.Tensor, mode: str,
          pooler_output: Optional[tf.Tensor] = None) -> tf.Tensor:
     """The sentence vector of a pooling mode.

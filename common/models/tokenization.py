@@ -17,6 +17,7 @@ not strip accents (`café` -> `[UNK]`); both change token ids for real STS text.
 from __future__ import annotations
 
 import dataclasses
+import json
 import weakref
 from typing import Any, Callable, Dict, List, Sequence
 
@@ -69,6 +70,37 @@ def read_vocabulary(path: str) -> List[str]:
             )
         seen[token] = line_no
     missing = [t for t in SPECIAL_TOKENS if t not in seen]
+    if missing:
+        raise UserError(f"{path}: expected the special tokens {missing} in the vocabulary.")
+    return tokens
+
+
+def read_wordpiece_tokenizer_json(path: str) -> List[str]:
+    """The vocabulary of a `tokenizers` `tokenizer.json` whose model is WordPiece: what a BERT folder
+    saved by transformers 5 holds instead of `vocab.txt` (its `model.vocab` maps each token to its id).
+
+    Args:
+        path: str. Local or `gs://` path of `tokenizer.json`.
+
+    Returns:
+        The tokens in id order.
+
+    Raises:
+        UserError: if the model is not WordPiece, the ids have gaps or a special token is missing.
+    """
+    with tf.io.gfile.GFile(path, "r") as f:
+        try:
+            model = json.load(f).get("model") or {}
+        except json.JSONDecodeError as e:
+            raise UserError(f"{path}: not valid JSON ({e}); copy the file from the model's source again.") from None
+    if model.get("type") != "WordPiece":
+        raise UserError(f"{path}: expected a WordPiece model (BERT's), got model type {model.get('type')!r}; "
+                        "give a BERT folder's tokenizer.json or its vocab.txt.")
+    vocab = model.get("vocab") or {}
+    tokens = sorted(vocab, key=vocab.get)
+    if [vocab[t] for t in tokens] != list(range(len(tokens))):
+        raise UserError(f"{path}: expected token ids 0..{len(tokens) - 1} without gaps in model.vocab.")
+    missing = [t for t in SPECIAL_TOKENS if t not in vocab]
     if missing:
         raise UserError(f"{path}: expected the special tokens {missing} in the vocabulary.")
     return tokens

@@ -184,8 +184,9 @@ def test_pooler_pooling_exports_as_a_dense_module_and_loads_back_exactly(normali
                                                       tokens["padding_mask"].numpy()), want, atol=1e-4)
 
 
-def test_a_dense_module_other_than_berts_pooler_is_refused(tmp_path):
+def test_a_dense_module_other_than_berts_pooler_is_a_dense_layer_after_cls_pooling(tmp_path):
     from fixtures import write_hf_bert_dir
+    from safetensors.numpy import load_file
 
     source = write_hf_bert_dir(str(tmp_path / "hf"), os.path.join(minilm_dir(), "vocab.txt"))
     out = tmp_path / "st"
@@ -193,8 +194,12 @@ def test_a_dense_module_other_than_berts_pooler_is_refused(tmp_path):
     write_sentence_transformers(build_encoder(EncoderConfig(spec=source, pooling="pooler", max_seq_len=64)), str(out))
     config = out / "2_Dense" / "config.json"
     config.write_text(config.read_text().replace("activation.Tanh", "linear.Identity"))
-    with pytest.raises(ValueError, match="2_Dense: a Dense module is supported only as BERT's pooler"):
-        build_encoder(EncoderConfig(spec=str(out)))
+    encoder = build_encoder(EncoderConfig(spec=str(out)))
+    assert encoder.encoder_config.pooling == "cls" and len(encoder.dense_layers) == 1
+    dense = load_file(out / "2_Dense" / "model.safetensors")
+    out = encoder(tf.constant(ASCII))
+    want = out["sequence_output"].numpy()[:, 0] @ dense["linear.weight"].T + dense["linear.bias"]  # no tanh
+    np.testing.assert_allclose(out["embedding"].numpy(), want, atol=1e-5)
 
 
 def test_keras_hub_loads_the_folder(large_weights_export, trained_run, tmp_path):
