@@ -190,7 +190,7 @@ def entries_with_flags(pages: Dict[str, str]) -> List[str]:
 # === Modules and files of the repository ===
 
 # Other programs' modules the docs run with `python -m`: never looked for in the repository.
-THIRD_PARTY_MODULES = frozenset({"pytest", "pip", "venv"})
+THIRD_PARTY_MODULES = frozenset({"pytest", "pip", "venv", "ruff"})
 # A token of a code span or line that might be a path: path characters and placeholder marks.
 _PATH_TOKEN = re.compile(r"[\w./<>${}*?~\[\]-]+")
 _PLACEHOLDER = re.compile(r"[<>${}*?~\[\]]|\.\.\.")
