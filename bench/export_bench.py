@@ -119,7 +119,8 @@ def _tflite_tokenize(tokenizer):
 
 
 TABLE_HEAD = ("| model | variant | STS-B test Spearman | size (MB) | sentences/s (median) | sentences tokenized "
-              "differently | max abs diff vs SavedModel: all; same tokens |\n| --- | --- | --- | --- | --- | --- | --- |")
+              "differently | max abs diff vs SavedModel: all; same tokens |\n"
+              "| --- | --- | --- | --- | --- | --- | --- |")
 
 
 def _compare(model: str):

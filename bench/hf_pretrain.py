@@ -67,11 +67,13 @@ def define_flags() -> None:
     flags.DEFINE_float("warmup_fraction", 0.05, "Share of the steps spent warming up.")
     flags.DEFINE_float("weight_decay", 0.01, "AdamW weight decay (BERT's).")
     flags.DEFINE_float("dropout", 0.0, "Dropout during pretraining.")
-    flags.DEFINE_float("downstream_dropout", 0.1, "Dropout written to the saved config.json, for methods trained from it.")
+    flags.DEFINE_float("downstream_dropout", 0.1,
+                       "Dropout written to the saved config.json, for methods trained from it.")
     flags.DEFINE_float("mask_rate", 0.15, "Share of real tokens selected for prediction.")
     flags.DEFINE_enum("precision", "bf16", ["fp32", "bf16"], "Training precision (bf16: autocast).")
     flags.DEFINE_list("precisions", ["fp32", "bf16"], "Precisions timed by --mode=throughput.")
-    flags.DEFINE_integer("heldout_windows", 2048, "Held-out windows scored at each epoch end (fixed subset, fixed masks).")
+    flags.DEFINE_integer("heldout_windows", 2048,
+                         "Held-out windows scored at each epoch end (fixed subset, fixed masks).")
     flags.DEFINE_float("max_minutes", 0.0, "If > 0: fewer epochs when the measured step time says the run would "
                        "take longer (decided after 50 steps, before the schedule's decay).")
     flags.DEFINE_integer("rounds", 3, "Timed rounds per precision (throughput).")

@@ -59,7 +59,8 @@ def define_flags() -> None:
                         "artifact); empty: pretrain --encoder here.")
     flags.DEFINE_string("encoder", "random_bert_tiny", "Fresh BERT to pretrain without --start (random_bert_tiny, "
                         "random_bert_mini, ...).")
-    flags.DEFINE_integer("pretrain_steps", 1000, "Masked-LM steps (split into --pretrain_epochs; held-out loss each epoch).")
+    flags.DEFINE_integer("pretrain_steps", 1000,
+                         "Masked-LM steps (split into --pretrain_epochs; held-out loss each epoch).")
     flags.DEFINE_integer("pretrain_epochs", 4, "Masked-LM epochs (the held-out books are scored at each epoch end).")
     flags.DEFINE_integer("pretrain_batch", 64, "Masked-LM windows (of 128 tokens) per step.")
     flags.DEFINE_float("pretrain_lr", 5e-4, "Masked-LM peak learning rate (without --pilot_lrs).")
@@ -71,9 +72,9 @@ def define_flags() -> None:
                          "shorter sentences are not padded to it).")
     flags.DEFINE_integer("simcse_steps", 500, "SimCSE steps (unsup: 64 sentences; sup: 64 triples).")
     flags.DEFINE_list("simcse_modes", ["unsup", "sup"], "SimCSE rows to train (unsup, sup).")
-    flags.DEFINE_list("simcse_lrs", [], "SimCSE peak learning rates to try, per mode, on seed 0: the one whose published "
-                      "step scored best on STS-B dev trains every seed, as the SimCSE paper chose its learning rate "
-                      "on STS-B dev (empty: --finetune_lr).")
+    flags.DEFINE_list("simcse_lrs", [], "SimCSE peak learning rates to try, per mode, on seed 0: the one whose "
+                      "published step scored best on STS-B dev trains every seed, as the SimCSE paper chose its "
+                      "learning rate on STS-B dev (empty: --finetune_lr).")
     flags.DEFINE_integer("simcse_eval_every", 125, "SimCSE: steps between STS-B dev evaluations; the best is kept "
                          "(the official trainer's 125).")
     flags.DEFINE_integer("pause_steps", 200, "PAUSE and supervised-only steps of 64 pairs.")
@@ -538,7 +539,8 @@ def _fixed(name: str) -> bool:
 
 def report(scores: Dict[str, Any]) -> str:
     """The results table (trained rows as mean ± sd over seeds)."""
-    lines = ["| model | seeds | STS avg | STS-B dev | SentEval avg | train s |", "| --- | --- | --- | --- | --- | --- |"]
+    lines = ["| model | seeds | STS avg | STS-B dev | SentEval avg | train s |",
+             "| --- | --- | --- | --- | --- | --- |"]
     for name, entries in _groups(scores).items():
         cells = []
         for key in ("sts_avg", "stsb_dev", "senteval_avg"):
@@ -615,7 +617,8 @@ def claims(scores: Dict[str, Any], percentages: List[str],
     out.append(verdicts.all_of("DeCLUTR contrastive + MLM above contrastive only and above MLM only",
                                [verdicts.above("vs contrastive only", both, con),
                                 verdicts.above("vs MLM only", both, mlm)]))
-    degenerate = [f"{name}: {d}" for name, e in scores.items() if isinstance(e, dict) and name.startswith("trans_encoder")
+    degenerate = [f"{name}: {d}" for name, e in scores.items()
+                  if isinstance(e, dict) and name.startswith("trans_encoder")
                   for d in verdicts.degenerate_cycles(e.get("phases", []))]
     for kind in ("bi", "cross"):
         claim = f"Trans-Encoder {kind}-encoder above its SimCSE start"
@@ -692,7 +695,8 @@ def plot(scores: Dict[str, Any], runs_root: str, out_dir: str, percentages: List
         path = os.path.join(out_dir, "pretraining.png")
         write_png(fig, path)
         written.append(path)
-    curves = [("pretrain", "train/loss", "masked-LM loss"), ("pretrain", "eval/heldout_loss", "held-out masked-LM loss"),
+    curves = [("pretrain", "train/loss", "masked-LM loss"),
+              ("pretrain", "eval/heldout_loss", "held-out masked-LM loss"),
               ("pretrain", "eval/stsb_dev_spearman", "pretraining: STS-B dev (mean pooling)"),
               ("simcse unsup seed 0", "train/loss", "SimCSE unsup loss"),
               ("simcse unsup seed 0", "eval/stsb_dev_spearman", "SimCSE unsup STS-B dev"),
@@ -751,7 +755,8 @@ def _start_lines(scores: Dict[str, Any]) -> List[str]:
                 f"{len(start.get('heldout_titles') or [])} whole books held out), batch {start['batch_size']}, "
                 f"{start['precision']}, dropout {start['pretraining_dropout']:g} while pretraining "
                 f"({start['saved_dropout']:g} in the saved config for the rungs), peak learning rate "
-                f"{start['chosen_lr']:g}" + (f" chosen by held-out loss after short pilots ({pilots})" if pilots else "")
+                f"{start['chosen_lr']:g}"
+                + (f" chosen by held-out loss after short pilots ({pilots})" if pilots else "")
                 + f"; {start['seconds']:.0f} s at {start['tokens_per_second']:,.0f} tokens/s.",
                 f"Held-out masked-LM loss {last['loss']:.3f} and accuracy {100 * last['accuracy']:.1f} %; the "
                 f"unigram-frequency predictor on the same {uni['masked_tokens']:,} masked tokens: loss "
@@ -778,8 +783,8 @@ def _pilot_text(pilots) -> str:
     tried = ", ".join(f"{p['lr']:g}: {p['heldout_loss']:.3f}" + (f" (STS-B dev {p['stsb_dev']:.2f})"
                                                                    if p.get("stsb_dev") is not None else "")
                       for p in pilots["pilots"])
-    return (f" Peak learning rate {pilots['chosen_lr']:g}, the lowest held-out loss of {pilots['pilots'][0]['steps']}-step "
-            f"pilots ({tried}; STS-B dev, where measured, shown and not used).")
+    return (f" Peak learning rate {pilots['chosen_lr']:g}, the lowest held-out loss of "
+            f"{pilots['pilots'][0]['steps']}-step pilots ({tried}; STS-B dev, where measured, shown and not used).")
 
 
 def _sweep_lines(scores: Dict[str, Any]) -> List[str]:
@@ -824,8 +829,10 @@ def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, comm
                         f"{max(i['other_cores'] for i in invocations):.2f} cores") + ".")
     commands = sorted((i["start"], i.get("command", "(not recorded)")) for i in meta.get("invocations", {}).values())
     if commands:
-        lines += ["", "The invocations that trained and scored the rows (a later one reuses what an earlier one finished):", ""]
-        lines += [f"- {time.strftime('%Y-%m-%d %H:%M', time.gmtime(start))} UTC: " + (f"`{command}`" if command.startswith("python") else command)
+        lines += ["", "The invocations that trained and scored the rows "
+                  "(a later one reuses what an earlier one finished):", ""]
+        lines += [f"- {time.strftime('%Y-%m-%d %H:%M', time.gmtime(start))} UTC: "
+                  + (f"`{command}`" if command.startswith("python") else command)
                   for start, command in commands]
     lines.append("")
     os.makedirs(results_dir, exist_ok=True)

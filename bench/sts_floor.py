@@ -135,7 +135,6 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
                              "--helpshort lists them.")
     import numpy as np
-    import tensorflow as tf
 
     from common.data.sts import load_all
     from common.evaluation.embedding import sort_lengths

@@ -73,7 +73,8 @@ def define_flags() -> None:
     flags.DEFINE_string("reference_python", ".venv-ref/bin/python",
                         "Python of the reference environment (`make reference-env`).")
     flags.DEFINE_string("results_dir", "docs/benchmarks/vs_sentence_transformers", "Where the results page "
-                        "(README.md, the table) and results.json (every raw timing, load averages, versions) are written.")
+                        "(README.md, the table) and results.json (every raw timing, load averages, versions) "
+                        "are written.")
     flags.DEFINE_integer("threads", 2, "Threads of both sides (intra- and inter-op).", lower_bound=1)
     flags.DEFINE_integer("rounds", 5, "Rounds; each runs every figure on both sides.", lower_bound=1)
     flags.DEFINE_integer("sts_rounds", None, "Rounds of the end-to-end STS job (minutes each); defaults to --rounds.",
@@ -93,8 +94,8 @@ def define_flags() -> None:
     flags.DEFINE_float("weight_decay", 0.01, "AdamW weight decay (torch's default).")
     flags.DEFINE_list("sts_precisions", ["fp32", "bf16"], "Precisions of the end-to-end STS job (test_sts.py "
                       "--precision; torch.autocast on the sentence-transformers side).")
-    flags.DEFINE_integer("sts_batch_size", 128, "Encoding batch size of the end-to-end STS job (test_sts.py's default).",
-                         lower_bound=1)
+    flags.DEFINE_integer("sts_batch_size", 128,
+                         "Encoding batch size of the end-to-end STS job (test_sts.py's default).", lower_bound=1)
     flags.DEFINE_float("sts_tolerance", 0.01, "Largest accepted |toolkit - sentence-transformers| of a headline "
                        "Spearman (x100) in the end-to-end job; a larger one is flagged.")
     flags.DEFINE_integer("seed", 0, "Seed of the training batches.")
@@ -476,7 +477,8 @@ def main(argv):
     table = format_table(record, len(sentences))
     others = [r["other_cores"] for r in loads.readings if r.get("other_cores") is not None]
     load_line = (f"Load: {'LOADED' if loads.loaded else 'idle'}; 1-minute load average {first[0]:.2f} at the start"
-                 + (f", other processes used at most {max(others):.2f} cores between any two readings" if others else ""))
+                 + (f", other processes used at most {max(others):.2f} cores between any two readings"
+                    if others else ""))
     harness.write_page(FLAGS.results_dir, "Speed against sentence-transformers", "bench.vs_sentence_transformers",
                        table.split("\n"), record, setting=[load_line])
     print(table)
@@ -519,8 +521,8 @@ def format_table(record: dict, encoded: int) -> str:
     lines.append("")
     lines.append(f"Median [min-max] over {'/'.join(str(x) for x in sorted(n))} rounds, the two sides alternating "
                  f"within each round; a ratio above 1 means the toolkit is faster. Threads: {flags_['threads']} "
-                 f"on both sides. CPU: {record['machine']['cpu']} ({record['machine']['cpus']} logical CPUs; native bf16 "
-                 f"instructions: {', '.join(record['machine'].get('bf16_instructions') or ['none'])}).")
+                 f"on both sides. CPU: {record['machine']['cpu']} ({record['machine']['cpus']} logical CPUs; "
+                 f"native bf16 instructions: {', '.join(record['machine'].get('bf16_instructions') or ['none'])}).")
     lines.append("Load average (1 min, the benchmark's own threads included): " + ", ".join(
         f"{r['load'][0]:.2f} ({r['label']})" for r in record["load_averages"]) + ".")
     others = [r["other_cores"] for r in record["load_averages"] if r.get("other_cores") is not None]
@@ -559,7 +561,8 @@ def format_table(record: dict, encoded: int) -> str:
                 for side in ("toolkit", "sentence_transformers"):
                     moved = max(abs(table[k][side] - checks["sts_scores"][k][side]) for k in HEADLINE)
                     lines.append(f"{side.replace('_', '-')}: {precision} vs fp32, largest headline change "
-                                 f"{moved:.4f}, STS-B test {table['stsb'][side] - checks['sts_scores']['stsb'][side]:+.4f}")
+                                 f"{moved:.4f}, STS-B test "
+                                 f"{table['stsb'][side] - checks['sts_scores']['stsb'][side]:+.4f}")
     return "\n".join(lines)
 
 

@@ -75,9 +75,9 @@ def _io_errors():
     # an artifact that could not be written (disk full, read-only destination). A gs:// request
     # that still fails after TensorFlow's retries (a refused or unreachable connection) ends as
     # AbortedError("All 10 retry attempts failed. The last failure: ...").
-    return (ArtifactWriteError, tf.errors.NotFoundError, tf.errors.PermissionDeniedError, tf.errors.FailedPreconditionError,
-            tf.errors.UnavailableError, tf.errors.UnauthenticatedError, tf.errors.DeadlineExceededError,
-            tf.errors.AbortedError)
+    return (ArtifactWriteError, tf.errors.NotFoundError, tf.errors.PermissionDeniedError,
+            tf.errors.FailedPreconditionError, tf.errors.UnavailableError, tf.errors.UnauthenticatedError,
+            tf.errors.DeadlineExceededError, tf.errors.AbortedError)
 
 
 def _parse_flags(argv):

@@ -107,9 +107,9 @@ def describe_lengths(documents: Documents, config: SpanConfig) -> Tuple[str, Dic
     """What the run's span settings make of the documents read: a sentence, and its counts.
 
     Returns:
-        (summary, counts). The summary is one sentence for the log, e.g. "Read 1,204 documents from 1,204 files; 310 are long enough for
-        --num_anchors=2 --max_span_len=512 (at least 2,048 words); 894 are shorter (median
-        640 words) and skipped: --max_span_len=160 would use 1,150 of the 1,204."
+        (summary, counts). The summary is one sentence for the log, e.g. "Read 1,204 documents from
+        1,204 files; 310 are long enough for --num_anchors=2 --max_span_len=512 (at least 2,048 words);
+        894 are shorter (median 640 words) and skipped: --max_span_len=160 would use 1,150 of the 1,204."
         The counts are for the run's data info: documents_read, documents (usable),
         skipped_short, min_document_words, short_median_words (None when none is short),
         suggestion (flags, or None) and suggestion_uses (documents usable under it).
@@ -133,7 +133,8 @@ def describe_lengths(documents: Documents, config: SpanConfig) -> Tuple[str, Dic
         else:
             summary += "."
     return summary, {"documents_read": read, "documents": usable, "skipped_short": len(short),
-                     "min_document_words": minimum, "short_median_words": statistics.median_low(short) if short else None,
+                     "min_document_words": minimum,
+                     "short_median_words": statistics.median_low(short) if short else None,
                      "suggestion": advice.flags() if advice else None,
                      "suggestion_uses": advice.usable if advice else None}
 

@@ -61,7 +61,8 @@ def pu_statistics(logits: tf.Tensor, labels: tf.Tensor) -> Stats:
     }
 
 
-def nnpu_loss_from_statistics(local: Stats, prior: float, reduce_fn: ReduceFn = _identity) -> Tuple[tf.Tensor, tf.Tensor]:
+def nnpu_loss_from_statistics(local: Stats, prior: float,
+                              reduce_fn: ReduceFn = _identity) -> Tuple[tf.Tensor, tf.Tensor]:
     """The non-negative PU loss, mean over classes.
 
     Per class c, with P the rows labelled c, U the unlabelled rows and pi the prior:

@@ -33,7 +33,8 @@ def write_sts_root(root: str) -> str:
     os.makedirs(d, exist_ok=True)
     for split in ("train", "dev", "test"):
         with open(os.path.join(d, f"sts-{split}.csv"), "w") as f:
-            f.writelines(f"main-captions\tMSRvid\t2012test\t{i:04d}\t{s}\t{a}\t{b}\n" for i, (a, b, s) in enumerate(PAIRS))
+            f.writelines(f"main-captions\tMSRvid\t2012test\t{i:04d}\t{s}\t{a}\t{b}\n"
+                         for i, (a, b, s) in enumerate(PAIRS))
     d = os.path.join(root, "downstream", "SICK")
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "SICK_test_annotated.txt"), "w") as f:
@@ -75,7 +76,6 @@ def write_hf_bert_dir(path: str, vocab_path: str, hidden_act: str = "gelu", seed
     import json
     import shutil
 
-    import numpy as np
     from safetensors.numpy import save_file
 
     os.makedirs(path, exist_ok=True)
@@ -114,7 +114,8 @@ def write_tfhub_bert(path: str, backbone, vocab_path: str) -> str:
         return {"sequence_output": out["sequence_output"], "pooled_output": out["pooled_output"],
                 "default": out["pooled_output"]}
 
-    spec = {k: tf.TensorSpec([None, None], tf.int32, name=k) for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    spec = {k: tf.TensorSpec([None, None], tf.int32, name=k)
+            for k in ("input_word_ids", "input_mask", "input_type_ids")}
     for training in (False, True):
         call.get_concrete_function(spec, training=training)
     root.__call__ = call

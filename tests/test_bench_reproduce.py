@@ -53,7 +53,8 @@ def test_the_results_page_has_floors_rules_and_a_verdict_per_claim(tmp_path):
     (tmp_path / "scores.json").write_text(json.dumps(scores))
     code = ("import json, sys; from absl import flags; from bench import reproduce; "
             "reproduce.define_flags(); flags.FLAGS(['x', '--percentages=5,100']); "
-            "reproduce.write_results(json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], 'python -m bench.reproduce')")
+            "reproduce.write_results(json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], "
+            "'python -m bench.reproduce')")
     _run_child(code, str(tmp_path / "scores.json"), str(tmp_path), str(tmp_path / "page"))
     page = (tmp_path / "page" / "README.md").read_text()
     assert "Verdict rules:" in page and "`python -m bench.reproduce`" in page
@@ -115,7 +116,8 @@ print("WITHOUT DEV " + "\n".join(reproduce._start_lines(scores)))
     assert "held-out masked-LM loss 4.800, accuracy 25.0 %" in text
     assert "unigram predictor on the same masks: loss 6.900, accuracy 5.5 %" in text
     assert "STS-B dev (mean pooling) 60.50" in text
-    assert "Peak learning rate 0.001, the lowest held-out loss of 7-step pilots (0.0005: 6.200 (STS-B dev 30.00)" in text
+    assert ("Peak learning rate 0.001, the lowest held-out loss of 7-step pilots "
+            "(0.0005: 6.200 (STS-B dev 30.00)") in text
     assert "0.002: 6.500;" in text  # a pilot without an STS-B dev score
     without = text[text.index("WITHOUT DEV"):]
     assert "nan" not in without and "STS-B dev (mean pooling)" not in without and "accuracy 5.5 %. Peak" in without
@@ -190,9 +192,11 @@ def test_a_simcse_claim_on_a_collapsed_run_is_not_testable(tmp_path):
     assert list(collapsed) == ["simcse sup"] and len(collapsed["simcse sup"]) == 3
     found = {v.claim: v for v in reproduce.claims(scores, ["5"], collapsed)}
     sup = found["SimCSE sup above SimCSE unsup"]
-    assert sup.outcome == "NOT TESTABLE HERE" and "collapsed: simcse sup seed 0: final training loss 4.860" in sup.detail
+    assert (sup.outcome == "NOT TESTABLE HERE"
+            and "collapsed: simcse sup seed 0: final training loss 4.860" in sup.detail)
     assert found["SimCSE unsup at least 5 points above the raw model"].outcome == "DID NOT HOLD"
-    assert {v.claim: v.outcome for v in reproduce.claims(scores, ["5"])}["SimCSE sup above SimCSE unsup"] == "DID NOT HOLD"
+    outcomes = {v.claim: v.outcome for v in reproduce.claims(scores, ["5"])}
+    assert outcomes["SimCSE sup above SimCSE unsup"] == "DID NOT HOLD"
 
 
 def test_learning_rate_flags_take_positive_numbers_only():

@@ -190,7 +190,7 @@ def entries_with_flags(pages: Dict[str, str]) -> List[str]:
 # === Modules and files of the repository ===
 
 # Other programs' modules the docs run with `python -m`: never looked for in the repository.
-THIRD_PARTY_MODULES = frozenset({"pytest", "pip", "venv"})
+THIRD_PARTY_MODULES = frozenset({"pytest", "pip", "venv", "ruff"})
 # A token of a code span or line that might be a path: path characters and placeholder marks.
 _PATH_TOKEN = re.compile(r"[\w./<>${}*?~\[\]-]+")
 _PLACEHOLDER = re.compile(r"[<>${}*?~\[\]]|\.\.\.")
@@ -554,7 +554,9 @@ def test_reference_check_catches_missing_modules_names_and_files_and_passes_exis
             "python bench/removed.py --data_path=../shared/data --results_dir=docs/new   # data, outputs: not checked\n"
             "ls <DATA_PATH>/downstream/STS/ artifacts/model/x downstream/SICK/a.txt common/*.py\n"
             "git clone https://github.com/tests/x.git JohnGiorgi/DeCLUTR@v1 docs/... bench/<name>.py\n```\n")
-    is_module = lambda m: m.replace(".", "/") + ".py" in files or m.replace(".", "/") + "/__init__.py" in files
+    def is_module(m):
+        return m.replace(".", "/") + ".py" in files or m.replace(".", "/") + "/__init__.py" in files
+
     problems = reference_problems({"p.md": page}, {"common", "docs", "bench", "tests", "README.md"},
                                   {"common", "bench"}, exists=files.__contains__,
                                   is_module=lambda m: is_module(m) or m in ("common", "bench"),

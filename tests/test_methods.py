@@ -102,7 +102,8 @@ def test_train_py_then_test_sts_py(name, script_run):
     assert f"test_sts.py --model={run_id}" in proc.stdout
     record = json.load(open(artifacts / "model" / run_id / "config.json"))
     assert record["method"] == name and record["config"]["method"] == name
-    assert record["config"]["run"]["train_steps_per_epoch"] == RUN["train_steps_per_epoch"] and record["data"]["fingerprint"]
+    assert (record["config"]["run"]["train_steps_per_epoch"] == RUN["train_steps_per_epoch"]
+            and record["data"]["fingerprint"])
     assert "stsb_dev_spearman" in record["metrics"]  # the evaluator train.py passes in ran
     assert run["score"].returncode == 0, run["score"].stderr[-2000:]
     assert json.load(open(artifacts / "test" / f"sts_{run_id}.json"))["model"] == run_id

@@ -36,7 +36,8 @@ def test_test_sts_scores_a_spec_and_writes_results(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "beside its baseline random_tiny" in proc.stdout
     rows = {line.split()[0]: line.split()[1:] for line in proc.stdout.splitlines()[1:]}
-    assert set(rows) >= {"sts12", "stsb", "sickr", "avg"} and rows["avg"][2] == "+0.00" and rows["avg"][0] == rows["avg"][1]
+    assert (set(rows) >= {"sts12", "stsb", "sickr", "avg"} and rows["avg"][2] == "+0.00"
+            and rows["avg"][0] == rows["avg"][1])
     result = json.load(open(tmp_path / "artifacts" / "test" / "sts_random_tiny.json"))
     assert result["model"] == "random_tiny"
     assert set(result) >= {"sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr", "avg", "seconds"}
@@ -162,7 +163,8 @@ import runpy, sys
 from common import cli  # noqa: F401
 import common.evaluation.resolve as resolve
 from common.errors import UserError
-error = {"internal": ValueError("an internal invariant broke"), "user": UserError("--model: no such model")}[sys.argv[1]]
+error = {"internal": ValueError("an internal invariant broke"),
+         "user": UserError("--model: no such model")}[sys.argv[1]]
 def resolve_model(*args, **kwargs):
     raise error
 resolve.resolve_model = resolve_model
@@ -214,9 +216,9 @@ def test_train_then_load_plainly_then_score(tmp_path):
     data = write_sts_root(str(tmp_path / "data"))
     write_senteval_snli(data, "dev", n=60)
     artifacts = tmp_path / "artifacts"
-    proc = _run([os.path.join(ROOT, "train.py"), "--model=random_tiny", "--train_data=senteval:dev", f"--data_path={data}",
-                 "--train_epochs=1", "--train_steps_per_epoch=3", "--batch_size=8", "--max_seq_len=16",
-                 "--pos_sample_prec=5", f"--artifacts_dir={artifacts}"], cwd=str(tmp_path))
+    proc = _run([os.path.join(ROOT, "train.py"), "--model=random_tiny", "--train_data=senteval:dev",
+                 f"--data_path={data}", "--train_epochs=1", "--train_steps_per_epoch=3", "--batch_size=8",
+                 "--max_seq_len=16", "--pos_sample_prec=5", f"--artifacts_dir={artifacts}"], cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_id = next(line.split(": ")[1] for line in proc.stdout.splitlines() if line.startswith("run ID:"))
     assert f"test_sts.py --model={run_id}" in proc.stdout

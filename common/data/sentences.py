@@ -35,7 +35,8 @@ def split_sentences(text: str) -> List[str]:
         end = match.end(1)
         before = text[start:match.start(1)].rsplit(None, 1)
         last_word = before[-1].lower().strip("“‘\"'(") if before else ""
-        if match.group(1).startswith(".") and (last_word in ABBREVIATIONS or (len(last_word) == 1 and last_word.isalpha())):
+        if match.group(1).startswith(".") and (last_word in ABBREVIATIONS
+                                               or (len(last_word) == 1 and last_word.isalpha())):
             continue
         sentence = text[start:end].strip()
         if sentence:

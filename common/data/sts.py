@@ -60,7 +60,8 @@ def load_sts_subset(data_path: str, year: str, subset: str) -> PairSet:
             continue
         fields = line.split("\t")
         if len(fields) < 2:
-            raise UserError(f"{input_path}:{line_no}: expected two tab-separated sentences, got {len(fields)} field(s).")
+            raise UserError(f"{input_path}:{line_no}: expected two tab-separated sentences, "
+                            f"got {len(fields)} field(s).")
         s1.append(fields[0])
         s2.append(fields[1])
         scores.append(_parse_score(gold.strip(), gold_path, line_no))

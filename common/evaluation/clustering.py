@@ -122,7 +122,8 @@ class Clustering:
     space: np.ndarray
 
 
-def load_labelled_file(path: str, text_column: str = "text", label_column: str = "label") -> Tuple[List[str], List[str]]:
+def load_labelled_file(path: str, text_column: str = "text",
+                       label_column: str = "label") -> Tuple[List[str], List[str]]:
     """Texts and labels from a TSV (.tsv/.txt) or CSV (.csv) file with a header row.
 
     Raises:
@@ -315,7 +316,8 @@ def project_2d(embeddings: np.ndarray, method: str = "pca", seed: int = 0) -> np
     if method == "tsne":
         from sklearn.manifold import TSNE
 
-        return TSNE(n_components=2, random_state=seed, init="pca", perplexity=min(30.0, (len(x) - 1) / 3)).fit_transform(x)
+        return TSNE(n_components=2, random_state=seed, init="pca",
+                    perplexity=min(30.0, (len(x) - 1) / 3)).fit_transform(x)
     if method == "umap":
         umap = require_umap("--projection=umap")
         return umap.UMAP(n_components=2, random_state=seed).fit_transform(x)

@@ -404,8 +404,8 @@ def resolve_encoder(model: str, artifacts_dir: str = "artifacts", model_location
             path = parent
         if not (is_artifact_dir(path) or is_hf_bert_dir(path) or is_saved_model_dir(path)):
             raise UserError(f"{path}: no encoder to export; expected a run's directory (config.json, weights/), a "
-                             "Hugging Face BERT directory (config.json, model.safetensors, vocab.txt or tokenizer.json), a "
-                             "RoBERTa one (vocab.json "
+                             "Hugging Face BERT directory (config.json, model.safetensors, vocab.txt or "
+                             "tokenizer.json), a RoBERTa one (vocab.json "
                              "and merges.txt for vocab.txt) or a "
                              "TF-Hub-format BERT SavedModel.")
         if is_saved_model_dir(path) and not is_artifact_dir(path) and _embedding_saved_model(path)[0] is not None:

@@ -450,8 +450,8 @@ class SentenceEncoder(keras.Model):
 
     def get_config(self):
         """Everything needed to rebuild this encoder's architecture and tokenizer, no weights."""
-        backbone = ({"bert": dataclasses.asdict(self.backbone.config)} if isinstance(self.backbone, bert_lib.BertBackbone)
-                    else {"hub": self.backbone.handle})
+        backbone = ({"bert": dataclasses.asdict(self.backbone.config)}
+                    if isinstance(self.backbone, bert_lib.BertBackbone) else {"hub": self.backbone.handle})
         merges = {"merges": list(self.tokenizer.merges)} if isinstance(self.tokenizer, ByteLevelBpeTokenizer) else {}
         dense = [{"input_dim": int(layer.kernel.shape[0]), "units": layer.units, "use_bias": layer.use_bias,
                   "activation": layer.get_config()["activation"]} for layer in self.dense_layers]
@@ -694,7 +694,8 @@ def _artifact_encoder(path: str, config: EncoderConfig) -> SentenceEncoder:
     encoder = build_encoder(dataclasses.replace(saved, **usage, **model))
     prefix = tf.train.latest_checkpoint(_join(path, WEIGHTS_SUBDIR))
     if prefix is None:
-        raise FileNotFoundError(f"{path}/{WEIGHTS_SUBDIR}: no weights checkpoint; expected a model trained by train.py.")
+        raise FileNotFoundError(f"{path}/{WEIGHTS_SUBDIR}: no weights checkpoint; "
+                                "expected a model trained by train.py.")
     names = [name for name, _ in tf.train.list_variables(prefix)]
     layers = tf.train.Checkpoint(encoder=encoder)
     if not any(n.startswith("model/encoder/") for n in names) and any(n.startswith("model/bi_encoder/") for n in names):

@@ -33,7 +33,8 @@ def test_wrong_activation_would_be_detected(tmp_path):
     encoder = build_encoder(EncoderConfig(spec=model_dir))
     tokens = encoder.tokenize(tf.constant(SENTENCES))
     exact = bert_mean_pooled(model_dir, tokens["token_ids"].numpy(), tokens["padding_mask"].numpy())
-    (tmp_path / "hf" / "config.json").write_text((tmp_path / "hf" / "config.json").read_text().replace('"gelu"', '"gelu_new"'))
+    (tmp_path / "hf" / "config.json").write_text(
+        (tmp_path / "hf" / "config.json").read_text().replace('"gelu"', '"gelu_new"'))
     approx = build_encoder(EncoderConfig(spec=model_dir))(tf.constant(SENTENCES))["pooled"].numpy()
     assert np.abs(approx - exact).max() > 1e-4
 

@@ -176,8 +176,8 @@ def _cluster_eval(tmp_path, *args):
 
 def test_script_compares_models_and_clusterings_and_writes_pictures(tmp_path):
     data = _questions(tmp_path)
-    proc = _cluster_eval(tmp_path, "--models=random_tiny,random_tiny", f"--dataset={data}", "--algorithm=kmeans,hdbscan",
-                         "--reduce=none,pca", "--reduce_dims=4", "--min_cluster_size=5")
+    proc = _cluster_eval(tmp_path, "--models=random_tiny,random_tiny", f"--dataset={data}",
+                         "--algorithm=kmeans,hdbscan", "--reduce=none,pca", "--reduce_dims=4", "--min_cluster_size=5")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "V-measure" in proc.stdout and "noise %" in proc.stdout and proc.stdout.count("random_tiny ") == 8
     out = tmp_path / "artifacts" / "test"
@@ -197,8 +197,9 @@ def test_script_without_umap_exits_2_naming_the_make_target(tmp_path):
     shadow = tmp_path / "no_umap"
     shadow.mkdir()
     (shadow / "umap.py").write_text('raise ImportError("No module named \'umap\'")\n')
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "cluster_eval.py"), "--models=random_tiny", f"--dataset={data}",
-                           "--algorithm=hdbscan", "--reduce=umap", f"--artifacts_dir={tmp_path / 'artifacts'}"],
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "cluster_eval.py"), "--models=random_tiny",
+                           f"--dataset={data}", "--algorithm=hdbscan", "--reduce=umap",
+                           f"--artifacts_dir={tmp_path / 'artifacts'}"],
                           capture_output=True, text=True, cwd=str(tmp_path),
                           env={**os.environ, "PYTHONPATH": os.pathsep.join([str(shadow), ROOT])})
     assert proc.returncode == 2 and "Traceback" not in proc.stderr

@@ -104,7 +104,8 @@ def test_tensorflow_members():
 def test_no_private_member_is_used_outside_compat():
     pattern = re.compile(r"keras_hub\.src|keras\.src|tensorflow\.python|tf\.__internal__")
     sources = [p for p in glob.glob(os.path.join(ROOT, "**", "*.py"), recursive=True)
-               if not any(part in p for part in (os.sep + ".venv", os.sep + "tests" + os.sep, os.sep + "build" + os.sep))]
+               if not any(part in p
+                          for part in (os.sep + ".venv", os.sep + "tests" + os.sep, os.sep + "build" + os.sep))]
     offenders = [os.path.relpath(p, ROOT) for p in sources
                  if os.path.basename(p) != "compat.py" and pattern.search(open(p, encoding="utf-8").read())]
     assert not offenders, f"Private members used outside common/compat.py: {offenders}"

@@ -80,7 +80,8 @@ def _hub_names_only_savedmodel(path: str, vocab: str, positions: int) -> str:
         zeros = tf.zeros(tf.concat([tf.shape(inputs["input_word_ids"]), [8]], 0))
         return {"sequence_output": zeros, "pooled_output": zeros[:, 0]}
 
-    spec = {k: tf.TensorSpec([None, None], tf.int32, name=k) for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    spec = {k: tf.TensorSpec([None, None], tf.int32, name=k)
+            for k in ("input_word_ids", "input_mask", "input_type_ids")}
     call.get_concrete_function(spec, training=False)
     root.__call__ = call
     tf.saved_model.save(root, path)

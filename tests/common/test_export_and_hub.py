@@ -50,7 +50,8 @@ def test_export_stores_weights_once_and_hub_load_accepts_it(tiny_encoder, tmp_pa
     path = str(tmp_path / "embedding")
     export_encoder(tiny_encoder, path)
     weight_bytes = sum(int(np.prod(v.shape)) * 4 for v in tiny_encoder.weights)
-    stored = sum(os.path.getsize(os.path.join(path, "variables", f)) for f in os.listdir(os.path.join(path, "variables")))
+    stored = sum(os.path.getsize(os.path.join(path, "variables", f))
+                 for f in os.listdir(os.path.join(path, "variables")))
     assert weight_bytes * 0.99 < stored < weight_bytes * 1.2
     # `variables` and `trainable_variables` list the same tf.Variables: one checkpoint entry each,
     # beside the one of the length the SavedModel truncates at.

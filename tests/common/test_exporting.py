@@ -288,7 +288,8 @@ def test_export_py_writes_a_folder_and_refuses_bad_input_in_one_line(tmp_path):
     proc = run("--model=random_tiny", "--format=sentence-transformers", f"--out={out}", "--max_seq_len=32")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert f"next: python test_sts.py --model={out}" in proc.stdout and "| model.safetensors |" in proc.stdout
-    for args, message in [(("--model=random_tiny", "--format=sentence-transformers", f"--out={out}"), f"--out={out} exists"),
+    for args, message in [(("--model=random_tiny", "--format=sentence-transformers", f"--out={out}"),
+                           f"--out={out} exists"),
                           (("--model=random_tiny", f"--out={tmp_path / 'x'}"), "--format is required")]:
         proc = run(*args)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, (args, proc.stderr[-1500:])

@@ -90,7 +90,8 @@ def test_gelu_and_layer_norm_statistics_are_float32_inside_a_mixed_model(precisi
         assert {op.outputs[0].dtype for op in erf} == {gelu_dtype}
         assert {op.outputs[0].dtype for op in matmuls} == {tf.as_dtype(COMPUTE[precision])}
     x = tf.constant(np.linspace(-4, 4, 64), tf.bfloat16)
-    np.testing.assert_array_equal(gelu_float32(x).numpy(), tf.cast(gelu_erf(tf.cast(x, tf.float32)), tf.bfloat16).numpy())
+    np.testing.assert_array_equal(gelu_float32(x).numpy(),
+                                  tf.cast(gelu_erf(tf.cast(x, tf.float32)), tf.bfloat16).numpy())
 
 
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])

@@ -116,7 +116,8 @@ def test_span_batches_are_resumable_and_shaped(tmp_path):
     path.write_text("\n".join(" ".join(f"d{d}w{i}" for i in range(60)) for d in range(5)) + "\n")
     docs = read_documents([str(path)], config)
     full = [tuple(x.numpy().tolist() for x in b) for b in span_batches(docs, config, 2, seed=1).take(4)]
-    resumed = [tuple(x.numpy().tolist() for x in b) for b in span_batches(docs, config, 2, seed=1, start_step=2).take(2)]
+    resumed = [tuple(x.numpy().tolist() for x in b)
+               for b in span_batches(docs, config, 2, seed=1, start_step=2).take(2)]
     assert full[2:] == resumed
     anchors, positives, step = full[0]
     assert len(anchors) == 4 and len(positives) == 12 and step == 0

@@ -40,7 +40,8 @@ def test_fresh_bert_tiny_has_googles_shapes_and_a_seeded_truncated_init():
 def test_every_fresh_shape_and_a_bert_config_json(tmp_path):
     from common.models.bert import BertConfig
 
-    assert set(FRESH_BERTS) == {"random_bert_tiny", "random_bert_mini", "random_bert_small", "random_bert_medium", "random_bert_base"}
+    assert set(FRESH_BERTS) == {"random_bert_tiny", "random_bert_mini", "random_bert_small", "random_bert_medium",
+                                "random_bert_base"}
     config = {"vocab_size": 30522, "hidden_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4,
               "intermediate_size": 96, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
               "max_position_embeddings": 128, "type_vocab_size": 2, "initializer_range": 0.02}

@@ -184,8 +184,8 @@ def test_script_runs_several_configs_on_one_encoding(tmp_path):
 
 def test_script_scores_several_seeds_on_one_encoding_with_their_spread(tmp_path):
     data = write_senteval_root(str(tmp_path / "data"))
-    args = ["--model=random_tiny", f"--data_path={data}", f"--artifacts_dir={tmp_path / 'artifacts'}", "--max_seq_len=32",
-            "--config=fast", "--tasks=CR,MRPC,STS12"]
+    args = ["--model=random_tiny", f"--data_path={data}", f"--artifacts_dir={tmp_path / 'artifacts'}",
+            "--max_seq_len=32", "--config=fast", "--tasks=CR,MRPC,STS12"]
     proc = _run([*args, "--seed=1111,1112"], cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = tmp_path / "artifacts" / "test"

@@ -157,4 +157,5 @@ def test_sts_sickr_pairs_are_every_sts_and_sick_pair_once(data_path):
     from common.data.sts import load_sick, load_stsb
 
     dev, sick = load_stsb(data_path, "dev"), load_sick(data_path, "train")[0]
-    assert (dev.sentences1[0], dev.sentences2[0]) in set(pairs) and (sick.sentences1[-1], sick.sentences2[-1]) in set(pairs)
+    assert ((dev.sentences1[0], dev.sentences2[0]) in set(pairs)
+            and (sick.sentences1[-1], sick.sentences2[-1]) in set(pairs))

@@ -106,7 +106,8 @@ def test_a_run_killed_in_either_phase_of_cycle_2_resumes_exactly(two_cycles, tmp
     run_id = os.listdir(tmp_path / "b" / "ckpt")[0]
     phases = tmp_path / "b" / "ckpt" / run_id / "phases"
     assert sorted(os.listdir(phases)) == ["cycle1_bi_a", "cycle1_cross_a", "cycle2_cross_a"]
-    assert (phases / "cycle2_cross_a" / "labels.npy").exists() and not (phases / "cycle2_cross_a" / "done.json").exists()
+    assert ((phases / "cycle2_cross_a" / "labels.npy").exists()
+            and not (phases / "cycle2_cross_a" / "done.json").exists())
     with pytest.raises(Killed):
         # cycle 2, bi phase step 5 (last checkpoint: 4; best so far: step 3's)
         train(interrupted.replace(resume=run_id), evaluator=evaluator, after_step=_kill_at(17))

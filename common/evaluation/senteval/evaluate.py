@@ -32,8 +32,8 @@ from common.evaluation.senteval.cache import EmbeddingCache
 from common.evaluation.senteval.classifier import (fit_relatedness, inner_kfold_validation, kfold_validation, pearson,
                                         split_validation)
 from common.evaluation.senteval.configs import CONFIGS, SentEvalConfig
-from common.evaluation.senteval.tasks import (GROUPS, TASKS, PairSplit, SentenceSplit, TaskData, load_task, missing_files,
-                                   select_tasks)
+from common.evaluation.senteval.tasks import (GROUPS, TASKS, PairSplit, SentenceSplit, TaskData, load_task,
+                                   missing_files, select_tasks)
 from common.evaluation.sts import aggregate_subsets, cosine_scores, spearman100
 
 # Embedding function: (sentences, description for a progress bar) -> float [n, dim].
