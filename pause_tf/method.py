@@ -44,6 +44,8 @@ def _restore_pretrained(model, config: TrainConfig) -> None:
 
 
 def build_model(config: TrainConfig):
+    if config.options.task == "nli" and not config.options.priors:
+        config = resolve(config)  # a config built without the method's resolve (library use)
     options = config.options
     encoder = build_encoder(encoder_config(config, pooling="mean"))
     head = dict(num_classes=options.classes, hidden_units=options.hidden_units, name="pause")

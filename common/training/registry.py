@@ -44,8 +44,9 @@ class Method:
             differs from the section's (e.g. {"batch_size": 1024}).
         mode_defaults: (given settings) -> more defaults that depend on them
             (SimCSE's supervised mode has its own batch size and learning rate).
-        resolve: (TrainConfig) -> TrainConfig, applied once before a new run
-            (not on resume), e.g. to turn "one pass over the data" into steps.
+        resolve: (TrainConfig) -> TrainConfig, applied before a run, e.g. to turn "one
+            pass over the data" into steps; it must leave a resolved config unchanged
+            (a resumed run's saved settings are resolved already).
         smoke: (directory) -> settings for a seconds-long run on the tiny test
             encoder, after writing whatever small data it needs under `directory`.
             The smoke, replica and resume tests of every method use it.

@@ -373,12 +373,14 @@ def train(config: TrainConfig, evaluator: Optional[Evaluator] = None, after_step
         `data`, `weights_fingerprint`, the resolved `config` and, with
         `run.publish_best`, the `selection` that config.json records (else None).
     """
+    method = registry.get(config.method)
+    if method.resolve is not None:
+        # What depends on the data is fixed once; a resumed run's saved settings already hold it, so
+        # resolving is a no-op there, and a caller's unresolved config compares equal to them.
+        config = method.resolve(config)
     changes: Dict[str, Any] = {}
     if config.run.resume:
         changes = resume_changes(load_run_config(config.run.artifacts_dir, config.run.resume), config)
-    method = registry.get(config.method)
-    if not config.run.resume and method.resolve is not None:
-        config = method.resolve(config)
     config.validate()
     strategy = make_strategy(config.run.strategy, config.run.tpu)
     chief = is_chief(strategy)
