@@ -88,14 +88,17 @@ RULE = (f"Verdict rule, per metric: d = mean(toolkit) - mean(reference) over the
         f"seeds. The standard error of d, se = sqrt(sd_t²/n_t + sd_r²/n_r), is shown beside it: d within "
         f"the spread of single runs is what a user switching trainers would see.")
 
+# The configuration and tokenizer files of a Hugging Face BERT folder.
+HF_FOLDER_FILES = ("config.json", "vocab.txt", "tokenizer_config.json", "tokenizer.json", "special_tokens_map.json")
 # What differs between the two sides whatever the settings (the page lists it).
 SIDE_DIFFERENCES = (
     f"Adam's epsilon: Keras adds it to sqrt(v) before the bias correction, PyTorch after, so Keras' is in effect "
     f"epsilon / sqrt(1 - 0.999^t) in PyTorch's terms (31x at step 1, 1.3x at step 1,000); the reference gets "
     f"Keras' default {ADAM_EPSILON:g} (PyTorch's default is 1e-8). A `--dropout=0` run, where both trainers are "
     "deterministic, shows how far this alone takes the two apart.",
-    "Dropout masks and freshly initialised weights (the cross-encoder's pooler and classifier, which the "
-    "masked-LM start lacks) come from each framework's own generator: the same distributions, not the same numbers.",
+    "Dropout masks come from each framework's own generator: the same rate, not the same masks. (Fresh weights do "
+    "not differ: the Trans-Encoder cross-encoder's pooler and classifier, which a masked-LM start lacks, are the "
+    "toolkit's initial ones on both sides.)",
     "Tokenization is each side's own (the toolkit's in-graph WordPiece, Hugging Face `tokenizers`); they give the "
     "same ids (the toolkit's tokenizer is tested token for token against Hugging Face's: "
     "docs/design/tokenization.md).",
@@ -549,6 +552,43 @@ class Bench:
         return scores
 
 
+def write_cross_start(config, start: str, folder: str) -> str:
+    """The toolkit's cross-encoder as its phase begins, as a `BertForSequenceClassification` folder: the
+    start's BERT with the pooler and classifier the toolkit's run draws from its seed (the masked-LM
+    start has neither), so that both sides' cross-encoders begin from the same weights.
+
+    The model is built as `trans_encoder_tf.method.compiled_phase_model` builds it: inside
+    `seeded(config.run.seed)`, so the draws are the run's.
+    """
+    if os.path.isfile(os.path.join(folder, "model.safetensors")):
+        return folder
+    from safetensors.numpy import save as safetensors_bytes
+
+    from common.models import bert as bert_lib
+    from common.training.runs import seeded
+    from trans_encoder_tf.method import build_phase_model
+
+    with seeded(config.run.seed):
+        model = build_phase_model(config, "cross", "a")
+    if model.pooler is not None:
+        raise UserError("--start: the trans_encoder row needs a BERT the toolkit builds (its pooler is BERT's); "
+                        "got a TF Hub model.")
+    tensors = {f"bert.{k}": v for k, v in bert_lib.hf_state_dict(model.encoder.backbone).items()}
+    tensors["classifier.weight"] = model.classifier.kernel.numpy().T  # Keras [in, out] -> torch Linear [out, in]
+    tensors["classifier.bias"] = model.classifier.bias.numpy()
+    tmp = folder + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    for name in HF_FOLDER_FILES:  # a plain Hugging Face folder: no sentence-transformers modules
+        if os.path.isfile(os.path.join(start, name)):
+            shutil.copy(os.path.join(start, name), tmp)
+    with open(os.path.join(tmp, "model.safetensors"), "wb") as f:
+        f.write(safetensors_bytes(tensors, metadata={"format": "pt"}))
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(tmp, folder)
+    return folder
+
+
 def export_reference_cross(hf_folder: str, max_seq_len: int, out: str) -> str:
     """The reference cross-encoder (a `BertForSequenceClassification` folder) as the toolkit's
     CrossEncoderModel, exported as the SavedModel `test_sts.py --mode=cross` scores: the same scorer
@@ -723,7 +763,9 @@ def run_trans_encoder(bench: Bench, seeds: Sequence[int]) -> Row:
             # The driver seeds the phase with index i (1: cross, 2: bi) the sampler config.run.seed + i.
             indices = ordered_rows([a], batch, loop.total_steps, seed + index)
             optimizer = optimizer_section(config, kind)
-            job = dict(loss="cross" if kind == "cross" else "cosine", start=bench.start,
+            start = (write_cross_start(config, bench.start, os.path.join(base, "cross_start")) if kind == "cross"
+                     else bench.start)
+            job = dict(loss="cross" if kind == "cross" else "cosine", start=start,
                        examples=[[a[i], b[i]] for i in indices], labels=[y[i] for i in indices], batch_size=batch,
                        steps=loop.total_steps, lr=optimizer.train_lr, adam_epsilon=ADAM_EPSILON,
                        weight_decay=optimizer.weight_decay, warmup_steps=optimizer.warmup_steps(loop.total_steps),
@@ -757,9 +799,10 @@ def run_trans_encoder(bench: Bench, seeds: Sequence[int]) -> Row:
         f"Cross-encoder phase: labels are the start bi-encoder's cosines ({bi_pooling} pooling), computed once by "
         f"the toolkit's run and given to both sides; AdamW lr {cross_lr:g}, weight decay 0.01, 10 % warm-up, "
         f"linear decay, clip 1, max length {TE_CROSS_MAX_SEQ_LEN}. Toolkit: `soft_bce_with_logits_loss`; reference: "
-        "`CrossEncoder(num_labels=1)`, whose `old_fit` default loss for one label is `BCEWithLogitsLoss`. The "
-        "start has no pooler (masked-LM only), so both sides' pooler and classifier start from fresh N(0, 0.02) "
-        "draws (the same distribution, not the same numbers).",
+        "`CrossEncoder(num_labels=1)`, whose `old_fit` default loss for one label is `BCEWithLogitsLoss`. Both "
+        "sides' cross-encoders begin from the same weights: the reference loads the toolkit's initial "
+        "cross-encoder (the start's BERT with the pooler and classifier the toolkit's run draws from its seed) "
+        "as a `BertForSequenceClassification` folder.",
         f"Bi-encoder phase: labels are the toolkit cross-encoder's sigmoid scores of the same seed (its phase's "
         f"`labels.npy`), given to both sides; AdamW lr {bi_lr:g}, weight decay 0.01, no warm-up, linear decay, "
         f"clip 1, max length {FLAGS.max_seq_len}. Toolkit: `cosine_mse_loss`; reference: `CosineSimilarityLoss`.",
