@@ -242,7 +242,7 @@ def _seconds(values: Sequence[Dict[str, Any]], key: str = "seconds") -> str:
 
 def _loss(values: Sequence[Optional[float]]) -> str:
     found = [v for v in values if v is not None]
-    return " / ".join(f"{v:.3f}" for v in found) if found else "n/a"
+    return " / ".join(f"{v:.3g}" for v in found) if found else "n/a"  # MiniLM starts near 0
 
 
 def page_lines(record: Dict[str, Any]) -> List[str]:

@@ -78,7 +78,7 @@ def test_page_states_the_rule_the_verdicts_and_the_checks(tmp_path):
     assert cross and "**DIFFERENT** by +10.05 (noise 0.14)" in cross[0]
     assert any(line.startswith("| Trans-Encoder bi | STS avg | 52.00 | 52.00 |") and parity.UNDECIDED in line
                for line in lines)
-    assert "| SimCSE unsup (mean pooling) | 0.750 | 0.770 | 0.200 | 0.210 | 30 / 31 (LOADED: 1 of 2) | 60 / 61 | " \
+    assert "| SimCSE unsup (mean pooling) | 0.75 | 0.77 | 0.2 | 0.21 | 30 / 31 (LOADED: 1 of 2) | 60 / 61 | " \
            "50 / 51 |" in text
     assert "STS avg 50.77, STS-B dev 59.70" in text
     for name, _ in parity.FORMULA_TESTS["pause"] + parity.FORMULA_TESTS["declutr"]:
