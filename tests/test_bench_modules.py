@@ -35,7 +35,8 @@ def _import_all():
 
 def test_the_maintained_benchmarks_and_the_harness_are_there():
     assert set(MODULES) >= {"ablation", "export_bench", "harness", "hf_pretrain", "mlm_throughput", "pack_books",
-                            "pages", "reproduce", "st_worker", "sts_floor", "verdicts", "vs_sentence_transformers"}
+                            "pages", "parity", "parity_worker", "pause_official", "reproduce", "st_worker",
+                            "sts_floor", "verdicts", "vs_sentence_transformers"}
 
 
 def test_every_bench_module_imports_beside_every_other_without_defining_flags():
@@ -44,8 +45,8 @@ def test_every_bench_module_imports_beside_every_other_without_defining_flags():
     # never their own.
     assert found["project_flags"] == {"common.cli": ["verbose"]}
     assert set(found["define_flags"]) == {"ablation", "export_bench", "hf_pretrain", "make_retrieval_set",
-                                          "mlm_throughput", "pack_books", "reproduce", "retrieval_vs_st",
-                                          "roberta_reference", "st6_folder_parity", "sts_floor",
+                                          "mlm_throughput", "pack_books", "parity", "pause_official", "reproduce",
+                                          "retrieval_vs_st", "roberta_reference", "st6_folder_parity", "sts_floor",
                                           "vs_sentence_transformers"}
 
 
@@ -59,6 +60,7 @@ def test_each_benchmark_defines_its_flags_when_it_runs():
     assert {"stages", "percentages", "results_dir"} <= own["bench.reproduce"]
     assert {"results_dir"} <= own["bench.sts_floor"] & own["bench.export_bench"] & own["bench.mlm_throughput"]
     assert {"results_dir"} <= own["bench.vs_sentence_transformers"] & own["bench.st6_folder_parity"]
+    assert {"rows", "seeds", "steps", "start", "work_dir", "allow_loaded", "results_dir"} <= own["bench.parity"]
 
 
 def test_helpshort_lists_the_flags_of_a_benchmark_run_as_a_script():

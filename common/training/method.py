@@ -47,6 +47,20 @@ def step_outputs(metrics) -> Dict[str, tf.Tensor]:
     return {m.name: tf.reshape(m.result(), [1]) for m in metrics}
 
 
+def dense_gradients(grads):
+    """The gradients with every `tf.IndexedSlices` (an embedding gathered by the batch) made dense.
+
+    Keras 3's Adam and AdamW (TensorFlow backend) square an `IndexedSlices` gradient slice by slice
+    (`ops.square` keeps it sparse) before the slices of a repeated index are added, so the second
+    moment of an embedding row that a batch gathers k times becomes the sum of k squares instead
+    of the square of the sum, and the row's step up to sqrt(k) times Adam's: [CLS], [SEP], the
+    segment embedding and frequent words moved several times too far (bench/parity.py found it;
+    tests/common/test_sparse_gradients.py pins Keras' behaviour). A dense gradient adds the
+    slices first, as PyTorch's embedding gradient does.
+    """
+    return [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
+
+
 def apply_gradients(optimizer, grads, variables) -> None:
     """Applies the gradients that exist: heads a method does not use (the NSP
     pooler of a TF-Hub BERT, the regressor of a cosine objective) get none."""
@@ -200,6 +214,7 @@ class MethodModel(keras.Model):
 
     def train_step(self, data):
         grads, out = self.compute_gradients(data)
+        grads = dense_gradients(grads)
         if self.loss_scale is None:
             if self.clip_norm:
                 grads = clip_by_global_norm_across_replicas(grads, self.clip_norm)

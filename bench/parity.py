@@ -1,0 +1,906 @@
+"""Training parity: each method trained by the toolkit and by a reference trainer, from one start.
+
+    git clone https://github.com/EQTPartners/pause ../pause      # once, for the pause row
+    .venv/bin/python -m bench.parity --data_path=../shared/data --pause_code=../pause \\
+        --rows=simcse_unsup,simcse_sup,trans_encoder,pause --seeds=0,1,2 --steps=500
+    .venv/bin/python -m bench.parity --data_path=../shared/data --rows=simcse_unsup --seeds=0 --steps=5 \\
+        --dropout=0      # a diagnostic: both trainers deterministic, their models equal to rounding
+
+Each row trains the toolkit side in this process, through `common.training.registry.build_config`
+and `common.training.runs.train` as train.py does, and the reference side in the reference
+environment (`make reference-env`: PyTorch, sentence-transformers, transformers), in a subprocess
+running `bench/parity_worker.py`, which imports nothing of this project. Both sides start from the
+same Hugging Face BERT folder (`--start`), see the same training examples in the same order (this
+module draws them with the toolkit's own sampler, `StreamSampler` with the run's seed, checks them
+against the fingerprint the toolkit's run records, and hands them to the worker in a JSON job), and
+train with the same batch size, steps, learning rate, schedule (linear decay to 0 after the
+configured warm-up), weight decay, gradient clip, max length and pooling. Each side's final model
+is then scored by the same evaluator: `common.evaluation.sts` on the toolkit's encoder built from
+that side's saved weights (the STS average of the seven headline sets and STS-B dev, Spearman
+x100), at `--score_max_seq_len` tokens.
+
+Rows (`--rows`):
+- simcse_unsup: `--method=simcse --simcse_mode=unsup --pooling=mean` against sentence-transformers'
+  `MultipleNegativesRankingLoss(scale = 1 / temperature)` over (s, s) pairs, dropout on. SimCSE's
+  MLP (`--pooling=cls_mlp`) has no sentence-transformers counterpart, so both sides pool by the
+  masked mean without it.
+- simcse_sup: `--simcse_mode=sup --pooling=mean` on (premise, entailment, contradiction) triples of
+  `--sup_train_data` against MNRL with the contradiction as the hard negative.
+- trans_encoder: one cycle of `--method=trans_encoder` on the first `--te_pairs` STS-B train pairs;
+  the cross-encoder phase (on the start bi-encoder's cosines, computed once by the toolkit) against
+  sentence-transformers' `CrossEncoder` (`BCEWithLogitsLoss`, one label), and the bi-encoder phase
+  (on the toolkit cross-encoder's scores of the same seed) against `CosineSimilarityLoss`. The
+  cross-encoders are scored through the toolkit's cross-encoder SavedModel (`test_sts.py
+  --mode=cross`), the reference one after loading its weights into the toolkit's CrossEncoderModel.
+- pause: no PyTorch trainer exists; the official TensorFlow code (`--pause_code`, a checkout of
+  EQTPartners/pause) is run under this TensorFlow with tf-keras (`bench/pause_official.py`): one
+  step's loss and head gradients against the toolkit's on a tiny fixture.
+PAUSE's and DeCLUTR's loss formulas are also checked against NumPy in the test suite; the page
+lists those tests.
+
+Every row runs for each of `--seeds` on both sides, alternating toolkit and reference per seed; the
+wall time of each side is measured, with the CPU other processes used meanwhile (a timing is LOADED
+above `--max_load` cores). The verdict rule (`RULE`) is stated on the page. Artifacts go to
+`--work_dir/<start>/<row>-<settings digest>/seed<k>/<side>/`: a finished side is reused, an
+interrupted toolkit run resumed, so a killed benchmark continues where it stopped. The dated page
+and results.json go to `--results_dir`. `SIDE_DIFFERENCES` (on the page) is what still differs
+between the sides by construction. Not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from absl import app, flags, logging
+
+from common import cli
+
+from bench import harness
+from common.errors import UserError
+
+FLAGS = flags.FLAGS
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROWS = ("simcse_unsup", "simcse_sup", "trans_encoder", "pause")
+DEFAULT_START = "starts/bert_mini_books"  # under --data_path
+TOOLKIT, REFERENCE = "toolkit", "reference"
+SIDES = (TOOLKIT, REFERENCE)
+EQUAL, DIFFERENT, UNDECIDED = "EQUAL", "DIFFERENT", "NOT DECIDED"
+MIN_SEEDS = 2
+METRICS = (("sts_avg", "STS avg"), ("stsb_dev", "STS-B dev"))
+# Keras' Adam epsilon (the toolkit's optimizer); torch's default is 1e-8, so the reference gets this one.
+ADAM_EPSILON = 1e-7
+# sentence-transformers 6's CrossEncoder.smart_batching_collate asserts batch size <= max_length
+# (it compares input_ids.shape[0], the batch dimension, with the max length).
+TE_CROSS_MAX_SEQ_LEN = 64
+
+RULE = (f"Verdict rule, per metric: d = mean(toolkit) - mean(reference) over the seeds; the seed noise is the "
+        f"larger of the two sides' seed standard deviations (sample sd, n - 1). EQUAL when |d| <= noise, "
+        f"DIFFERENT (with d and the noise) when |d| > noise, {UNDECIDED} when a side has fewer than {MIN_SEEDS} "
+        f"seeds. The standard error of d, se = sqrt(sd_t²/n_t + sd_r²/n_r), is shown beside it: d within "
+        f"the spread of single runs is what a user switching trainers would see.")
+
+# The configuration and tokenizer files of a Hugging Face BERT folder.
+HF_FOLDER_FILES = ("config.json", "vocab.txt", "tokenizer_config.json", "tokenizer.json", "special_tokens_map.json")
+# What differs between the two sides whatever the settings (the page lists it).
+SIDE_DIFFERENCES = (
+    f"Adam's epsilon: Keras adds it to sqrt(v) before the bias correction, PyTorch after, so Keras' is in effect "
+    f"epsilon / sqrt(1 - 0.999^t) in PyTorch's terms (31x at step 1, 1.3x at step 1,000); the reference gets "
+    f"Keras' default {ADAM_EPSILON:g} (PyTorch's default is 1e-8). A `--dropout=0` run, where both trainers are "
+    "deterministic, shows how far this alone takes the two apart.",
+    "Dropout masks come from each framework's own generator: the same rate, not the same masks. (Fresh weights do "
+    "not differ: the Trans-Encoder cross-encoder's pooler and classifier, which a masked-LM start lacks, are the "
+    "toolkit's initial ones on both sides.)",
+    "Tokenization is each side's own (the toolkit's in-graph WordPiece, Hugging Face `tokenizers`); they give the "
+    "same ids (the toolkit's tokenizer is tested token for token against Hugging Face's: "
+    "docs/design/tokenization.md).",
+    "The reference saves the Hugging Face model under its SentenceTransformer or CrossEncoder with a `vocab.txt` "
+    "(transformers 5 writes `tokenizer.json` only), which the toolkit loads with the row's pooling.",
+)
+
+# The tests that check the loss formulas of the methods without a PyTorch trainer against a NumPy
+# reference written from the papers' formulas (or, for DeCLUTR's span sampler, the official sampler's statistics).
+FORMULA_TESTS = {
+    "pause": (
+        ("tests/pause_tf/test_losses.py::test_nnpu_and_ce_match_numpy",
+         "nnPU (one-vs-rest, sigmoid loss, non-negative correction) and the labelled cross-entropy against NumPy, "
+         "3 and 5 classes, mixed, all-unlabelled and all-labelled batches"),
+        ("tests/pause_tf/test_losses.py::test_negative_risk_branch_is_taken_and_matches",
+         "the non-negative branch (negative risk below 0) taken and equal to NumPy"),
+        ("tests/pause_tf/test_losses.py::test_pause_loss_combines_terms_and_has_gradients",
+         "cross-entropy + pu_weight x nnPU, finite gradients"),
+        ("tests/pause_tf/test_schedules.py::test_per_epoch_annealing_reproduces_the_original_restart",
+         "the official per-epoch PU-weight annealing reproduced"),
+    ),
+    "declutr": (
+        ("tests/common/test_contrastive.py::test_nt_xent_matches_numpy",
+         "DeCLUTR's eq. 2 (NT-Xent over 2N views, both directions) against NumPy"),
+        ("tests/common/test_contrastive.py::test_correct_pairing_scores_lower_than_shuffled",
+         "the right pairing scores lower than a shuffled one"),
+        ("tests/declutr_tf/test_span_sampling.py::test_placement_matches_the_official_sampler_on_a_4096_token_document",
+         "span placement statistics equal to the official sampler's on a 4,096-token document"),
+    ),
+}
+
+
+def define_flags() -> None:
+    """The benchmark's flags, defined when it runs, not at import (see bench/harness.py)."""
+    flags.DEFINE_string("data_path", "data", "Data root (downstream/, starts/).")
+    flags.DEFINE_string("start", "", f"The start of both sides: a Hugging Face BERT folder, or minilm; empty: "
+                        f"<data_path>/{DEFAULT_START} (the masked-LM-pretrained BERT-mini).")
+    flags.DEFINE_list("rows", list(ROWS), f"Rows to run: {', '.join(ROWS)}.")
+    flags.DEFINE_list("seeds", ["0", "1", "2"], f"Seeds of every row, on both sides (the verdict needs {MIN_SEEDS}).")
+    flags.DEFINE_integer("steps", 500, "Optimizer steps of each training (each Trans-Encoder phase).", lower_bound=1)
+    flags.DEFINE_integer("batch_size", 64, "Batch size of every row (sentences, triples or pairs per step).",
+                         lower_bound=2)
+    flags.DEFINE_float("lr", None, "Peak learning rate of every row; default: each method's own (SimCSE unsup "
+                       "3e-5, sup 5e-5; Trans-Encoder cross 2e-5, bi 5e-5).")
+    flags.DEFINE_integer("max_seq_len", 32, "Training max length of the bi-encoder rows (the Trans-Encoder "
+                         f"cross-encoder trains at its default {TE_CROSS_MAX_SEQ_LEN}).", lower_bound=8)
+    flags.DEFINE_float("dropout", None, "Dropout rate of both sides (toolkit --dropout; the reference's "
+                       "hidden_dropout_prob and attention_probs_dropout_prob); default: the start's own. With 0 both "
+                       "trainers are deterministic, so their models should agree to rounding: a diagnostic.",
+                       lower_bound=0.0)
+    flags.DEFINE_list("unsup_train_data", ["senteval:dev", "senteval:test"],
+                      "Sentences of simcse_unsup (any --train_data of unsup SimCSE).")
+    flags.DEFINE_list("sup_train_data", ["senteval:dev", "senteval:test"],
+                      "NLI triples of simcse_sup (any --train_data of sup SimCSE).")
+    flags.DEFINE_integer("te_pairs", 0, "STS-B train pairs of the trans_encoder row; 0 takes all.", lower_bound=0)
+    flags.DEFINE_integer("score_max_seq_len", 512, "Tokens every model is scored at (both sides alike).",
+                         lower_bound=8)
+    flags.DEFINE_string("reference_python", ".venv-ref/bin/python",
+                        "Python of the reference environment (`make reference-env`).")
+    flags.DEFINE_string("pause_code", "", "pause row: a checkout of the official PAUSE code "
+                        "(git clone https://github.com/EQTPartners/pause); empty: the row says it was not given.")
+    flags.DEFINE_integer("threads", 0, "Threads of both sides (TensorFlow intra/inter-op, torch); 0: the CPU count.",
+                         lower_bound=0)
+    flags.DEFINE_string("work_dir", "artifacts/parity", "Where the runs are kept (resumable; a finished side is reused).")
+    flags.DEFINE_string("results_dir", "docs/benchmarks/parity", "Where the results page (README.md) and "
+                        "results.json are written.")
+    flags.DEFINE_float("max_load", 0.5, "Refuse to start when the 1-minute load average exceeds this; a timing "
+                       "during which other processes used more cores than this is marked LOADED.")
+    flags.DEFINE_bool("allow_loaded", False, "Run on a loaded machine anyway; its timings are marked LOADED.")
+
+
+# === The verdict ===
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """One metric of one row: both sides over their seeds, and the verdict of `RULE`."""
+
+    toolkit: Tuple[float, ...]
+    reference: Tuple[float, ...]
+
+    @staticmethod
+    def _mean(values: Sequence[float]) -> float:
+        return sum(values) / len(values)
+
+    @classmethod
+    def _sd(cls, values: Sequence[float]) -> float:
+        if len(values) < 2:
+            return 0.0
+        m = cls._mean(values)
+        return math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
+
+    @property
+    def difference(self) -> float:
+        return self._mean(self.toolkit) - self._mean(self.reference)
+
+    @property
+    def noise(self) -> float:
+        return max(self._sd(self.toolkit), self._sd(self.reference))
+
+    @property
+    def se(self) -> float:
+        return math.sqrt(self._sd(self.toolkit) ** 2 / len(self.toolkit)
+                         + self._sd(self.reference) ** 2 / len(self.reference))
+
+    @property
+    def outcome(self) -> str:
+        if min(len(self.toolkit), len(self.reference)) < MIN_SEEDS:
+            return UNDECIDED
+        return EQUAL if abs(self.difference) <= self.noise else DIFFERENT
+
+    def side(self, name: str) -> str:
+        values = self.toolkit if name == TOOLKIT else self.reference
+        if len(values) == 1:
+            return f"{values[0]:.2f}"
+        return f"{self._mean(values):.2f} ± {self._sd(values):.2f}"
+
+    def verdict(self) -> str:
+        if self.outcome == DIFFERENT:
+            return f"**{DIFFERENT}** by {self.difference:+.2f} (noise {self.noise:.2f})"
+        return f"**{self.outcome}**"
+
+
+def compare(scores: Dict[str, Dict[str, Dict[str, Any]]], metric: str) -> Optional[Comparison]:
+    """The Comparison of `metric` over a row's seeds ({seed: {side: {metric: value}}}); None before
+    both sides have a score."""
+    toolkit = tuple(s[TOOLKIT][metric] for s in scores.values() if metric in s.get(TOOLKIT, {}))
+    reference = tuple(s[REFERENCE][metric] for s in scores.values() if metric in s.get(REFERENCE, {}))
+    return Comparison(toolkit, reference) if toolkit and reference else None
+
+
+# === The results page ===
+
+def _seconds(values: Sequence[Dict[str, Any]], key: str = "seconds") -> str:
+    found = [v[key] for v in values if v and v.get(key) is not None]
+    if not found:
+        return "n/a"
+    text = " / ".join(f"{x:.0f}" for x in found)
+    loaded = [v for v in values if v and v.get("loaded")]
+    return text + (f" (LOADED: {len(loaded)} of {len(values)})" if loaded else "")
+
+
+def _loss(values: Sequence[Optional[float]]) -> str:
+    found = [v for v in values if v is not None]
+    return " / ".join(f"{v:.3g}" for v in found) if found else "n/a"  # MiniLM starts near 0
+
+
+def page_lines(record: Dict[str, Any]) -> List[str]:
+    """The page's body (after the header that `harness.write_page` writes) from a results record."""
+    rows = record.get("rows", {})
+    loaded = any(t.get("loaded") for row in rows.values() for seed in row.get("timings", {}).values()
+                 for t in seed.values() if t)
+    lines = []
+    if loaded:
+        lines += ["**LOADED**: other processes used more than "
+                  f"{record['settings'].get('max_load', 0.5):g} cores during some timings (marked below); "
+                  "compare the wall times only as an indication.", ""]
+    lines += ["Does each method, trained by this toolkit, end where a reference trainer ends from the same "
+              "start, on the same examples in the same order, with the same settings? Both final models are "
+              "scored by the same evaluator: the toolkit's STS scoring (Spearman x100 of the cosines; STS avg is "
+              "the mean of STS12-16, STS-B test and SICK-R) on the toolkit's encoder built from each side's saved "
+              "weights. With `--dropout=0` both trainers are deterministic, and their models should agree to "
+              "rounding.", "", RULE, ""]
+    start = record.get("start") or {}
+    if start.get("sts_avg") is not None:
+        lines += [f"The start itself (untrained, mean pooling): STS avg {start['sts_avg']:.2f}, STS-B dev "
+                  f"{start['stsb_dev']:.2f}.", ""]
+    lines += ["What differs between the sides by construction:", ""] + [f"- {d}" for d in SIDE_DIFFERENCES] + [""]
+    lines += ["| row | metric | toolkit | reference | difference | seed noise | se | verdict |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name, row in rows.items():
+        for page_row in row.get("page_rows", []):
+            scores = row["scores"].get(page_row["key"], {})
+            for metric, label in METRICS:
+                c = compare(scores, metric)
+                if c is None:
+                    lines.append(f"| {page_row['title']} | {label} | n/a | n/a | | | | NOT RUN |")
+                    continue
+                lines.append(f"| {page_row['title']} | {label} | {c.side(TOOLKIT)} | {c.side(REFERENCE)} | "
+                             f"{c.difference:+.2f} | {c.noise:.2f} | {c.se:.2f} | {c.verdict()} |")
+    lines += ["", "Each side's score per seed (STS avg / STS-B dev):", ""]
+    for name, row in rows.items():
+        for page_row in row.get("page_rows", []):
+            for seed, sides in sorted(row["scores"].get(page_row["key"], {}).items()):
+                parts = [f"{side} {s['sts_avg']:.2f} / {s['stsb_dev']:.2f}" for side, s in sides.items()
+                         if "sts_avg" in s]
+                lines.append(f"- {page_row['title']}, seed {seed}: {'; '.join(parts)}")
+    lines += ["", "## Training losses and wall times", "",
+              "Training loss at step 1 (the same batch and the same weights on both sides; only the dropout masks "
+              "differ) and over the last tenth of the steps, per seed; wall time of each side per seed in seconds "
+              "(toolkit: `train()` in this process, from building the model to publishing the artifact; "
+              "reference: the worker process, from its start to its saved model). Seeds alternate toolkit, "
+              "reference.", "",
+              "| row | toolkit loss step 1 | reference loss step 1 | toolkit loss last tenth | reference loss last "
+              "tenth | toolkit wall (s) | reference wall (s) | reference fit only (s) |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name, row in rows.items():
+        for page_row in row.get("page_rows", []):
+            losses = row.get("losses", {}).get(page_row["key"], {})
+            timings = row.get("timings", {})
+            key = page_row.get("timing_key", page_row["key"])
+
+            def side_values(side, field, source=losses):
+                return [source[s].get(side, {}).get(field) for s in sorted(source)]
+
+            lines.append(
+                f"| {page_row['title']} | {_loss(side_values(TOOLKIT, 'first'))} | "
+                f"{_loss(side_values(REFERENCE, 'first'))} | {_loss(side_values(TOOLKIT, 'last_tenth'))} | "
+                f"{_loss(side_values(REFERENCE, 'last_tenth'))} | "
+                + (f"{_seconds([timings[s].get(TOOLKIT) for s in sorted(timings)])} | "
+                   f"{_seconds([timings[s].get(REFERENCE) for s in sorted(timings)])} | "
+                   f"{_seconds([timings[s].get(REFERENCE) for s in sorted(timings)], 'fit_seconds')} |"
+                   if key == page_row["key"] else "(cycle: see the row above) | | |"))
+    for name, row in rows.items():
+        if row.get("notes"):
+            lines += ["", f"### {row['title']}", ""] + [f"- {n}" for n in row["notes"]]
+    lines += _pause_lines(record.get("pause"))
+    lines += ["", "## DeCLUTR", "",
+              "No reference trainer: the official DeCLUTR code is AllenNLP on PyTorch 1.x, and the reference "
+              "environment holds no AllenNLP. Its formulas are checked by these tests (`make test`):", ""]
+    lines += [f"- `{name}`: {what}" for name, what in FORMULA_TESTS["declutr"]]
+    settings = record.get("settings", {})
+    if settings:
+        lines += ["", "## Settings", ""] + [f"- {k}: {v}" for k, v in settings.items()]
+    return lines
+
+
+def _pause_lines(pause: Optional[Dict[str, Any]]) -> List[str]:
+    lines = ["", "## PAUSE", "",
+             "No PyTorch trainer exists. The loss formulas are checked against NumPy by these tests:", ""]
+    lines += [f"- `{name}`: {what}" for name, what in FORMULA_TESTS["pause"]]
+    lines += ["", "The official TensorFlow code (EQTPartners/pause) against the toolkit, under this TensorFlow "
+                  "with tf-keras (`bench/pause_official.py`):", ""]
+    if not pause:
+        lines.append("- Not run: give `--pause_code=<checkout of EQTPartners/pause>` with `--rows=pause`.")
+        return lines
+    if pause.get("commit"):
+        lines.append(f"- Official code at commit {pause['commit']}.")
+    if pause.get("embed_model_error"):
+        lines.append(f"- The official `EmbedModel` cannot be built here: `{pause['embed_model_error']}` (it loads "
+                     "its BERT from tfhub.dev by URL, and this machine has no network). The check therefore "
+                     "feeds both heads the same fixed sentence embeddings (the toolkit's random_tiny encoder's).")
+    if pause.get("error"):
+        lines.append(f"- The check could not run: `{pause['error']}`")
+    for case in pause.get("cases", []):
+        lines.append(f"- {case['name']}: official loss {case['official_loss']:.6f}, toolkit loss "
+                     f"{case['toolkit_loss']:.6f}, largest head-gradient difference {case['max_grad_diff']:.2e} "
+                     f"(largest gradient {case['max_grad']:.2e}): **{case['outcome']}**"
+                     + (f". {case['note']}" if case.get("note") else ""))
+    return lines
+
+
+def write_results(record: Dict[str, Any], results_dir: str, load: Optional[harness.Load]) -> str:
+    """Writes the page and results.json; returns the page's text."""
+    settings = record.get("settings", {})
+    setting = [f"Start: {settings.get('start', 'n/a')}; {settings.get('steps', 'n/a')} steps of "
+               f"{settings.get('batch_size', 'n/a')}; seeds {settings.get('seeds', 'n/a')}"]
+    versions = record.get("versions", {})
+    if versions:
+        setting.append("Versions: " + "; ".join(f"{k} {v}" for k, v in versions.items()))
+    return harness.write_page(results_dir, "Training parity with reference trainers", "bench.parity",
+                              page_lines(record), record, load, setting)
+
+
+# === Work folders, timing ===
+
+def settings_key(row: str, settings: Dict[str, Any]) -> str:
+    """`<row>-<digest of the row's settings>`: another setting trains into another folder."""
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    return f"{row}-{digest}"
+
+
+def read_json(path: str) -> Optional[Dict[str, Any]]:
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def write_json(path: str, data: Any) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1)
+    os.replace(tmp, path)
+
+
+class Stopwatch:
+    """Wall seconds of a stretch and the cores other processes used meanwhile (`harness.other_cores`:
+    the machine's busy CPU time minus this process's and its waited-for children's)."""
+
+    def __init__(self, max_load: float):
+        self.max_load = max_load
+
+    def __enter__(self):
+        self.start = (time.time(), harness.machine_busy_ticks(), harness.process_ticks())
+        return self
+
+    def __exit__(self, *exc):
+        now = (time.time(), harness.machine_busy_ticks(), harness.process_ticks())
+        self.seconds = round(now[0] - self.start[0], 1)
+        self.other_cores = None if now[1] is None or self.start[1] is None else harness.other_cores(self.start, now)
+        return False
+
+    def record(self) -> Dict[str, Any]:
+        loaded = self.other_cores > self.max_load if self.other_cores is not None else os.getloadavg()[0] > self.max_load
+        return {"seconds": self.seconds, "other_cores": self.other_cores, "loaded": loaded}
+
+
+def timing(record: Dict[str, Any]) -> Dict[str, Any]:
+    """The timing fields of a side's done.json record."""
+    return {k: record[k] for k in ("seconds", "fit_seconds", "other_cores", "loaded", "resumed") if k in record}
+
+
+def ordered_rows(columns: Sequence[Sequence[Any]], batch_size: int, steps: int, seed: int) -> List[int]:
+    """The row indices the toolkit's sampler (`common.data.sampling.StreamSampler` over one stream of every
+    row, as every method's `make_data` builds it) draws for `steps` batches of `batch_size` with `seed`."""
+    import numpy as np
+
+    from common.data.sampling import StreamSampler
+
+    sampler = StreamSampler([np.arange(len(columns[0]))], [1.0], batch_size, seed)
+    indices: List[int] = []
+    for step, batch in enumerate(sampler.batches()):
+        if step == steps:
+            break
+        indices.extend(int(i) for i in batch)
+    return indices
+
+
+def step_losses(log_dir: str, phase: str = "") -> List[float]:
+    """The `train/loss` the toolkit logged at every step (log_every=1) of a run or one of its phases."""
+    from common.training.curves import read_scalars
+
+    series = read_scalars(log_dir).get(phase, {}).get("train/loss")
+    return list(series.values) if series is not None else []
+
+
+def loss_summary(losses: Sequence[float]) -> Dict[str, Optional[float]]:
+    if not losses:
+        return {"first": None, "last_tenth": None}
+    tail = losses[-max(1, len(losses) // 10):]
+    return {"first": float(losses[0]), "last_tenth": float(sum(tail) / len(tail))}
+
+
+# === The two sides ===
+
+class Bench:
+    """The runs of one invocation: toolkit runs in this process, reference jobs in the worker."""
+
+    def __init__(self, work_dir: str, data_path: str, start: str, start_name: str, reference_python: str,
+                 threads: int, max_load: float, score_max_seq_len: int):
+        self.work_dir, self.data_path, self.start, self.start_name = work_dir, data_path, start, start_name
+        self.reference_python, self.threads, self.max_load = reference_python, threads, max_load
+        self.score_max_seq_len = score_max_seq_len
+        self.worker_versions: Dict[str, Any] = {}
+
+    # --- toolkit ---
+
+    def toolkit(self, folder: str, method: str, settings: Dict[str, Any]) -> Dict[str, Any]:
+        """Trains (or reuses, or resumes) a toolkit run in `folder`; returns its done.json record."""
+        from common.training.loop import RunPaths
+        from common.training.registry import build_config
+        from common.training.runs import train
+
+        done = read_json(os.path.join(folder, "done.json"))
+        if done is not None:
+            return done
+        config = build_config(method, {"checkpoint_every": 100, "log_every": 1, "eval_each_epoch": False, **settings,
+                                       "data_path": self.data_path, "artifacts_dir": folder})
+        ckpt = os.path.join(folder, "ckpt")
+        started = sorted(os.listdir(ckpt)) if os.path.isdir(ckpt) else []
+        if started:
+            logging.info("Resuming %s (%s).", folder, started[-1])
+            config = config.replace(resume=started[-1])
+        with Stopwatch(self.max_load) as watch:
+            result = train(config)
+        paths = RunPaths.for_run(folder, result["run_id"])
+        record = {**watch.record(), "resumed": bool(started), "run_id": result["run_id"],
+                  "model_dir": os.path.relpath(result["model_dir"], folder), "log_dir": os.path.relpath(paths.log_dir, folder),
+                  "ckpt_dir": os.path.relpath(paths.checkpoint_dir, folder), "data": result["data"],
+                  "config": result["config"].to_dict()}
+        write_json(os.path.join(folder, "done.json"), record)
+        return record
+
+    # --- reference ---
+
+    def reference(self, folder: str, job: Dict[str, Any]) -> Dict[str, Any]:
+        """Runs (or reuses) one worker job in `folder`; returns its result with the wall time."""
+        done = read_json(os.path.join(folder, "done.json"))
+        if done is not None:
+            return done
+        if not os.path.exists(self.reference_python):
+            raise FileNotFoundError(f"{self.reference_python} not found: build the reference environment with "
+                                    "`make reference-env` or pass --reference_python.")
+        if os.path.isdir(folder):
+            shutil.rmtree(folder)  # an interrupted job starts over
+        os.makedirs(folder)
+        job_path = os.path.join(folder, "job.json")
+        write_json(job_path, {**job, "threads": self.threads})
+        env = {**os.environ, "OMP_NUM_THREADS": str(self.threads), "MKL_NUM_THREADS": str(self.threads),
+               "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        with Stopwatch(self.max_load) as watch:
+            proc = subprocess.run([self.reference_python, os.path.join(REPO, "bench", "parity_worker.py"),
+                                   f"--job={job_path}", f"--out={folder}"], env=env, cwd=REPO,
+                                  capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"the reference worker failed (exit {proc.returncode}) on {job_path}:\n"
+                               f"{proc.stderr[-4000:]}")
+        result = read_json(os.path.join(folder, "result.json"))
+        os.remove(job_path)  # the examples are large; the settings are in the record
+        record = {**watch.record(), "fit_seconds": round(result["seconds"], 1), "losses": result["losses"],
+                  "versions": {k: result[k] for k in ("torch", "sentence_transformers", "transformers", "tokenizers",
+                                                      "torch_threads")},
+                  "job": {k: v for k, v in job.items() if k not in ("examples", "labels")}}
+        write_json(os.path.join(folder, "done.json"), record)
+        self.worker_versions = record["versions"]
+        return record
+
+    # --- scoring ---
+
+    def score_encoder(self, folder: str, spec: str, pooling: str) -> Dict[str, float]:
+        """STS of a bi-encoder (a toolkit artifact or a Hugging Face folder), cached in `folder`/scores.json."""
+        path = os.path.join(folder, "scores.json")
+        cached = read_json(path)
+        if cached is not None:
+            return cached
+        from common.evaluation.embedding import embed_sentences
+        from common.evaluation.sts import evaluate_sts
+        from common.models.encoder import EncoderConfig, build_encoder
+
+        encoder = build_encoder(EncoderConfig(spec=spec, pooling=pooling, max_seq_len=self.score_max_seq_len))
+        fn = encoder.embedding_function()
+        sts = evaluate_sts(lambda s: embed_sentences(fn, s, 128, progress=False), self.data_path)
+        scores = {"sts_avg": sts["avg"], "stsb_dev": sts["stsb"]["dev"]}
+        write_json(path, scores)
+        return scores
+
+    def score_cross(self, folder: str, saved_model: str) -> Dict[str, float]:
+        """STS of a cross-encoder SavedModel (a toolkit artifact's `cross/`), cached in `folder`/scores.json."""
+        path = os.path.join(folder, "scores.json")
+        cached = read_json(path)
+        if cached is not None:
+            return cached
+        from common.evaluation.resolve import resolve_cross_model
+        from common.evaluation.sts import evaluate_sts_pairs
+
+        scorer = resolve_cross_model(saved_model)
+        sts = evaluate_sts_pairs(lambda a, b: scorer.score(a, b, 128, progress=False), self.data_path)
+        scores = {"sts_avg": sts["avg"], "stsb_dev": sts["stsb"]["dev"]}
+        write_json(path, scores)
+        return scores
+
+
+def write_cross_start(config, start: str, folder: str) -> str:
+    """The toolkit's cross-encoder as its phase begins, as a `BertForSequenceClassification` folder: the
+    start's BERT with the pooler and classifier the toolkit's run draws from its seed (the masked-LM
+    start has neither), so that both sides' cross-encoders begin from the same weights.
+
+    The model is built as `trans_encoder_tf.method.compiled_phase_model` builds it: inside
+    `seeded(config.run.seed)`, so the draws are the run's.
+    """
+    if os.path.isfile(os.path.join(folder, "model.safetensors")):
+        return folder
+    from safetensors.numpy import save as safetensors_bytes
+
+    from common.models import bert as bert_lib
+    from common.training.runs import seeded
+    from trans_encoder_tf.method import build_phase_model
+
+    with seeded(config.run.seed):
+        model = build_phase_model(config, "cross", "a")
+    if model.pooler is not None:
+        raise UserError("--start: the trans_encoder row needs a BERT the toolkit builds (its pooler is BERT's); "
+                        "got a TF Hub model.")
+    tensors = {f"bert.{k}": v for k, v in bert_lib.hf_state_dict(model.encoder.backbone).items()}
+    tensors["classifier.weight"] = model.classifier.kernel.numpy().T  # Keras [in, out] -> torch Linear [out, in]
+    tensors["classifier.bias"] = model.classifier.bias.numpy()
+    tmp = folder + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    for name in HF_FOLDER_FILES:  # a plain Hugging Face folder: no sentence-transformers modules
+        if os.path.isfile(os.path.join(start, name)):
+            shutil.copy(os.path.join(start, name), tmp)
+    with open(os.path.join(tmp, "model.safetensors"), "wb") as f:
+        f.write(safetensors_bytes(tensors, metadata={"format": "pt"}))
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(tmp, folder)
+    return folder
+
+
+def export_reference_cross(hf_folder: str, max_seq_len: int, out: str) -> str:
+    """The reference cross-encoder (a `BertForSequenceClassification` folder) as the toolkit's
+    CrossEncoderModel, exported as the SavedModel `test_sts.py --mode=cross` scores: the same scorer
+    as the toolkit side's `cross/`."""
+    if os.path.isdir(out):
+        return out
+    from common.models import bert as bert_lib
+    from common.models.encoder import EncoderConfig, build_encoder
+    from common.models.export import export_cross_encoder
+    from trans_encoder_tf.model import CrossEncoderModel
+
+    model = CrossEncoderModel(build_encoder(EncoderConfig(spec=hf_folder, max_seq_len=max_seq_len)))
+    tensors = bert_lib.hf_tensors(os.path.join(hf_folder, "model.safetensors"))
+    missing = [k for k in ("classifier.weight", "classifier.bias", "pooler.dense.weight") if k not in tensors]
+    if missing:
+        raise ValueError(f"{hf_folder}: no {missing}; expected a BertForSequenceClassification checkpoint")
+    model.classifier.kernel.assign(tensors["classifier.weight"].T)  # torch Linear [out, in] -> Keras [in, out]
+    model.classifier.bias.assign(tensors["classifier.bias"])
+    tmp = out + ".tmp"
+    if os.path.isdir(tmp):
+        shutil.rmtree(tmp)
+    export_cross_encoder([model], tmp)
+    os.replace(tmp, out)
+    return out
+
+
+# === Rows ===
+
+@dataclasses.dataclass
+class Row:
+    """What a row writes into the record: its page rows, scores, losses, timings and notes."""
+
+    name: str
+    title: str
+    settings: Dict[str, Any]
+    page_rows: List[Dict[str, str]]
+    scores: Dict[str, Dict[str, Dict[str, Any]]] = dataclasses.field(default_factory=dict)
+    losses: Dict[str, Dict[str, Dict[str, Any]]] = dataclasses.field(default_factory=dict)
+    timings: Dict[str, Dict[str, Any]] = dataclasses.field(default_factory=dict)
+    notes: List[str] = dataclasses.field(default_factory=list)
+
+    def put(self, kind: str, key: str, seed: int, side: str, value: Any) -> None:
+        getattr(self, kind).setdefault(key, {}).setdefault(str(seed), {})[side] = value
+
+    def as_record(self) -> Dict[str, Any]:
+        return {"title": self.title, "settings": self.settings, "page_rows": self.page_rows, "scores": self.scores,
+                "losses": self.losses, "timings": self.timings, "notes": self.notes}
+
+
+def _lr(default: float) -> float:
+    return FLAGS.lr if FLAGS.lr is not None else default
+
+
+def run_simcse(bench: Bench, mode: str, seeds: Sequence[int]) -> Row:
+    """SimCSE (unsup or sup, mean pooling, no MLP) against MultipleNegativesRankingLoss."""
+    from common.data.fingerprint import fingerprint_rows
+    from simcse_tf.data import read_sentences, read_triples
+
+    steps, batch = FLAGS.steps, FLAGS.batch_size
+    train_data = tuple(FLAGS.unsup_train_data if mode == "unsup" else FLAGS.sup_train_data)
+    lr = _lr(3e-5 if mode == "unsup" else 5e-5)
+    temperature = 0.05
+    settings = dict(model=bench.start, simcse_mode=mode, pooling="mean", train_data=train_data, batch_size=batch,
+                    train_lr=lr, max_seq_len=FLAGS.max_seq_len, train_epochs=1, train_steps_per_epoch=steps,
+                    warmup_fraction=0.0, weight_decay=0.0, clip_norm=0.0, temperature=temperature,
+                    dropout=FLAGS.dropout)
+    name = f"simcse_{mode}"
+    key = settings_key(name, {**settings, "score_max_seq_len": FLAGS.score_max_seq_len})
+    title = f"SimCSE {mode} (mean pooling)"
+    row = Row(name, title, {**settings, "model": bench.start_name}, [{"key": name, "title": title}])
+    triples = tuple(read_triples(train_data, bench.data_path)) if mode == "sup" else None
+    for seed in seeds:
+        base = os.path.join(bench.work_dir, key, f"seed{seed}")
+        # As simcse_tf.method reads them: `sentences:` sources are sampled by the run's seed (and
+        # --max_sentences, default 10^6); the others are fixed.
+        columns = triples or (read_sentences(train_data, bench.data_path, 1_000_000, seed),)
+        done = bench.toolkit(os.path.join(base, TOOLKIT), "simcse", {**settings, "seed": seed})
+        if done["data"]["fingerprint"] != fingerprint_rows(zip(*columns)):
+            raise RuntimeError(f"{name} seed {seed}: the examples read here are not those the toolkit's run read "
+                               f"(fingerprints differ); the reference side would train on other data.")
+        indices = ordered_rows(columns, batch, steps, seed)
+        examples = [[columns[0][i], columns[0][i]] if mode == "unsup" else [c[i] for c in columns] for i in indices]
+        job = dict(loss="mnrl", start=bench.start, examples=examples, batch_size=batch, steps=steps, lr=lr,
+                   adam_epsilon=ADAM_EPSILON, weight_decay=0.0, warmup_steps=0, clip_norm=0.0,
+                   max_seq_len=FLAGS.max_seq_len, pooling="mean", scale=1.0 / temperature, seed=seed,
+                   dropout=FLAGS.dropout)
+        ref = bench.reference(os.path.join(base, REFERENCE), job)
+        row.timings[str(seed)] = {TOOLKIT: timing(done), REFERENCE: timing(ref)}
+        row.put("losses", name, seed, TOOLKIT, loss_summary(step_losses(os.path.join(base, TOOLKIT, done["log_dir"]))))
+        row.put("losses", name, seed, REFERENCE, loss_summary(ref["losses"]))
+        row.put("scores", name, seed, TOOLKIT, bench.score_encoder(
+            os.path.join(base, TOOLKIT), os.path.join(base, TOOLKIT, done["model_dir"]), "mean"))
+        row.put("scores", name, seed, REFERENCE, bench.score_encoder(
+            os.path.join(base, REFERENCE), os.path.join(base, REFERENCE, "model"), "mean"))
+    row.notes += [
+        f"Toolkit: `train.py --method=simcse --simcse_mode={mode} --pooling=mean --temperature={temperature:g} "
+        f"--batch_size={batch} --train_lr={lr:g} --max_seq_len={FLAGS.max_seq_len} --train_steps_per_epoch={steps} "
+        f"--train_data={','.join(train_data)}` (Adam, no warm-up, linear decay, no clip, no weight decay).",
+        f"Reference: `MultipleNegativesRankingLoss(scale={1 / temperature:g})` over "
+        + ("(s, s) pairs" if mode == "unsup" else "(premise, entailment, contradiction) triples")
+        + f", `Transformer(max_seq_length={FLAGS.max_seq_len})` + `Pooling(mean)`, `old_fit` with AdamW "
+        f"(weight decay 0, eps {ADAM_EPSILON:g}), `WarmupLinear` with 0 warm-up steps, no clip.",
+        "SimCSE's MLP (the toolkit's `--pooling=cls_mlp`, the official unsup setting) has no counterpart in "
+        "sentence-transformers; both sides train and are scored with mean pooling and no MLP.",
+    ]
+    return row
+
+
+def te_schedule(n_pairs: int, batch: int, steps: int) -> Tuple[int, int]:
+    """(epochs, steps per epoch) giving both Trans-Encoder phases `steps` steps or just over: the
+    bi-encoder's pass over the pairs is the shorter (the cross-encoder sees both orders), and
+    `train_steps_per_epoch` caps each phase's epoch (`trans_encoder_tf.method.phase_loop`)."""
+    per_pass = math.ceil(n_pairs / batch)
+    epochs = math.ceil(steps / per_pass)
+    return epochs, math.ceil(steps / epochs)
+
+
+def run_trans_encoder(bench: Bench, seeds: Sequence[int]) -> Row:
+    """One Trans-Encoder cycle; its cross-encoder phase against CrossEncoder, its bi-encoder phase against
+    CosineSimilarityLoss, each on the labels the toolkit's run computed."""
+    import numpy as np
+
+    from common.data.fingerprint import fingerprint_rows
+    from common.data.sts import load_stsb
+    from common.training.registry import build_config
+    from trans_encoder_tf.method import pairs_of, phase_loop, optimizer_section
+
+    batch = FLAGS.batch_size
+    if batch > TE_CROSS_MAX_SEQ_LEN:
+        raise UserError(f"--batch_size={batch}: sentence-transformers 6's CrossEncoder cannot train batches larger "
+                        f"than its max length ({TE_CROSS_MAX_SEQ_LEN}; its collate asserts on the batch dimension); "
+                        "use --batch_size<=64 for the trans_encoder row.")
+    train = load_stsb(bench.data_path, "train")
+    n = FLAGS.te_pairs or len(train.sentences1)
+    cross_lr, bi_lr = _lr(2e-5), _lr(5e-5)
+    epochs, per_epoch = te_schedule(n, batch, FLAGS.steps)
+    base_settings = dict(model=bench.start, cycles=1, batch_size=batch, cross_batch_size=batch, train_epochs=epochs,
+                         cross_epochs=epochs, train_steps_per_epoch=per_epoch, train_lr=bi_lr, cross_lr=cross_lr,
+                         max_seq_len=FLAGS.max_seq_len, cross_max_seq_len=TE_CROSS_MAX_SEQ_LEN, evaluation_steps=0,
+                         best_in_phase=False, dropout=FLAGS.dropout)
+    key = settings_key("trans_encoder", {**base_settings, "pairs": n, "score_max_seq_len": FLAGS.score_max_seq_len})
+    pairs_path = os.path.join(bench.work_dir, key, "pairs.jsonl")
+    if not os.path.exists(pairs_path):
+        os.makedirs(os.path.dirname(pairs_path), exist_ok=True)
+        with open(pairs_path, "w", encoding="utf-8") as f:
+            for a, b in zip(train.sentences1[:n], train.sentences2[:n]):
+                f.write(json.dumps({"sentence1": a, "sentence2": b}) + "\n")
+    settings = {**base_settings, "pairs": os.path.abspath(pairs_path)}
+    titles = {"cross": "Trans-Encoder cross-encoder phase", "bi": "Trans-Encoder bi-encoder phase (mean pooling)"}
+    row = Row("trans_encoder", "Trans-Encoder, one cycle",
+              {**base_settings, "model": bench.start_name, "pairs": f"STS-B train, first {n}"},
+              [{"key": "te_cross", "title": titles["cross"]},
+               {"key": "te_bi", "title": titles["bi"], "timing_key": "te_cross"}])
+    for seed in seeds:
+        base = os.path.join(bench.work_dir, key, f"seed{seed}")
+        done = bench.toolkit(os.path.join(base, TOOLKIT), "trans_encoder", {**settings, "seed": seed})
+        config = build_config("trans_encoder", {**settings, "seed": seed, "data_path": bench.data_path})
+        s1, s2, _ = pairs_of(config)
+        if done["data"]["fingerprint"] != fingerprint_rows(zip(s1, s2)):
+            raise RuntimeError(f"trans_encoder seed {seed}: the pairs read here are not those the toolkit's run read.")
+        phases = os.path.join(base, TOOLKIT, done["ckpt_dir"], "phases")
+        # The bi-encoder pools as its start does (a plain BERT folder: mean); the artifact records it.
+        published = read_json(os.path.join(base, TOOLKIT, done["model_dir"], "config.json"))
+        bi_pooling = published["encoder"].get("pooling") or "mean"
+        refs = {}
+        for index, kind in enumerate(("cross", "bi"), start=1):
+            labels = np.load(os.path.join(phases, f"cycle1_{kind}_a", "labels.npy"))
+            a, b, y = list(s1), list(s2), labels.astype(float).tolist()
+            if kind == "cross":  # every pair in both orders, as trans_encoder_tf.method.phase_dataset
+                a, b, y = a + list(s2), b + list(s1), y + y
+            loop = phase_loop(config, kind, len(s1))
+            # The driver seeds the phase with index i (1: cross, 2: bi) the sampler config.run.seed + i.
+            indices = ordered_rows([a], batch, loop.total_steps, seed + index)
+            optimizer = optimizer_section(config, kind)
+            start = (write_cross_start(config, bench.start, os.path.join(base, "cross_start")) if kind == "cross"
+                     else bench.start)
+            job = dict(loss="cross" if kind == "cross" else "cosine", start=start,
+                       examples=[[a[i], b[i]] for i in indices], labels=[y[i] for i in indices], batch_size=batch,
+                       steps=loop.total_steps, lr=optimizer.train_lr, adam_epsilon=ADAM_EPSILON,
+                       weight_decay=optimizer.weight_decay, warmup_steps=optimizer.warmup_steps(loop.total_steps),
+                       clip_norm=optimizer.clip_norm,
+                       max_seq_len=TE_CROSS_MAX_SEQ_LEN if kind == "cross" else FLAGS.max_seq_len,
+                       pooling=bi_pooling, seed=seed, dropout=FLAGS.dropout)
+            refs[kind] = bench.reference(os.path.join(base, f"{REFERENCE}_{kind}"), job)
+            row.put("losses", f"te_{kind}", seed, TOOLKIT,
+                    loss_summary(step_losses(os.path.join(base, TOOLKIT, done["log_dir"]), f"cycle1_{kind}_a")))
+            row.put("losses", f"te_{kind}", seed, REFERENCE, loss_summary(refs[kind]["losses"]))
+        model_dir = os.path.join(base, TOOLKIT, done["model_dir"])
+        row.put("scores", "te_bi", seed, TOOLKIT, bench.score_encoder(os.path.join(base, TOOLKIT, "bi"), model_dir,
+                                                                     bi_pooling))
+        row.put("scores", "te_bi", seed, REFERENCE, bench.score_encoder(
+            os.path.join(base, f"{REFERENCE}_bi"), os.path.join(base, f"{REFERENCE}_bi", "model"), bi_pooling))
+        row.put("scores", "te_cross", seed, TOOLKIT, bench.score_cross(os.path.join(base, TOOLKIT, "cross"),
+                                                                      model_dir))
+        exported = export_reference_cross(os.path.join(base, f"{REFERENCE}_cross", "model"), TE_CROSS_MAX_SEQ_LEN,
+                                          os.path.join(base, f"{REFERENCE}_cross", "saved_model"))
+        row.put("scores", "te_cross", seed, REFERENCE, bench.score_cross(os.path.join(base, f"{REFERENCE}_cross"),
+                                                                        exported))
+        both = {"seconds": round(refs["cross"]["seconds"] + refs["bi"]["seconds"], 1),
+                "fit_seconds": round(refs["cross"]["fit_seconds"] + refs["bi"]["fit_seconds"], 1),
+                "loaded": refs["cross"]["loaded"] or refs["bi"]["loaded"]}
+        row.timings[str(seed)] = {TOOLKIT: timing(done), REFERENCE: both}
+    cross_steps = phase_loop(build_config("trans_encoder", {**settings, "data_path": bench.data_path}), "cross", n)
+    row.notes += [
+        f"Pairs: the first {n} STS-B train pairs (no evaluation set), deduplicated by the toolkit; each phase runs "
+        f"{cross_steps.total_steps} steps of {batch} ({epochs} epoch(s) of {per_epoch}); the cross-encoder phase "
+        "sees every pair in both orders.",
+        f"Cross-encoder phase: labels are the start bi-encoder's cosines ({bi_pooling} pooling), computed once by "
+        f"the toolkit's run and given to both sides; AdamW lr {cross_lr:g}, weight decay 0.01, 10 % warm-up, "
+        f"linear decay, clip 1, max length {TE_CROSS_MAX_SEQ_LEN}. Toolkit: `soft_bce_with_logits_loss`; reference: "
+        "`CrossEncoder(num_labels=1)`, whose `old_fit` default loss for one label is `BCEWithLogitsLoss`. Both "
+        "sides' cross-encoders begin from the same weights: the reference loads the toolkit's initial "
+        "cross-encoder (the start's BERT with the pooler and classifier the toolkit's run draws from its seed) "
+        "as a `BertForSequenceClassification` folder.",
+        f"Bi-encoder phase: labels are the toolkit cross-encoder's sigmoid scores of the same seed (its phase's "
+        f"`labels.npy`), given to both sides; AdamW lr {bi_lr:g}, weight decay 0.01, no warm-up, linear decay, "
+        f"clip 1, max length {FLAGS.max_seq_len}. Toolkit: `cosine_mse_loss`; reference: `CosineSimilarityLoss`.",
+        "Each phase ends with its last step (`--nobest_in_phase`, no STS-B dev selection), on both sides.",
+        "Wall times are of the whole cycle: the toolkit's one run (labelling the pairs twice, both phases, the "
+        "export) against the sum of the reference's two phase processes.",
+    ]
+    return row
+
+
+def run_pause(bench: Bench) -> Dict[str, Any]:
+    """bench/pause_official.py in a subprocess with tf-keras as tf.keras (as the official TF 2.4 code expects)."""
+    if not FLAGS.pause_code:
+        return {}
+    folder = os.path.join(bench.work_dir, "pause_official")
+    done = read_json(os.path.join(folder, "result.json"))
+    if done is not None:
+        return done
+    os.makedirs(folder, exist_ok=True)
+    out = os.path.join(folder, "result.json")
+    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "PYTHONPATH": REPO}
+    proc = subprocess.run([sys.executable, "-m", "bench.pause_official", f"--code={os.path.abspath(FLAGS.pause_code)}",
+                           f"--out={out}"], env=env, cwd=REPO, capture_output=True, text=True)
+    result = read_json(out)
+    if result is None:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        return {"error": f"exit {proc.returncode}: {tail[0]}"}
+    return result
+
+
+# === Main ===
+
+def resolve_start(value: str, data_path: str) -> Tuple[str, str]:
+    """(folder, name for the page) of --start."""
+    if value == "minilm":
+        from common.models.encoder import minilm_dir
+
+        return minilm_dir(), "minilm (sentence-transformers/all-MiniLM-L6-v2)"
+    folder = value or os.path.join(data_path, DEFAULT_START)
+    if not os.path.isfile(os.path.join(folder, "config.json")):
+        raise FileNotFoundError(f"--start={value or folder}: no Hugging Face BERT folder there (config.json, "
+                                "model.safetensors, vocab.txt); give one, or minilm.")
+    return os.path.abspath(folder), (value or f"<data_path>/{DEFAULT_START}")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
+                             "--helpshort lists them.")
+    unknown = sorted(set(FLAGS.rows) - set(ROWS))
+    if unknown:
+        raise UserError(f"--rows: unknown {unknown}; expected some of {', '.join(ROWS)}.")
+    try:
+        seeds = [int(s) for s in FLAGS.seeds]
+    except ValueError:
+        raise UserError(f"--seeds={','.join(FLAGS.seeds)}: expected integers separated by commas.") from None
+    load = harness.Load()
+    if load.load1 > FLAGS.max_load and not FLAGS.allow_loaded:
+        raise UserError(f"Refusing to benchmark: the 1-minute load average is {load.load1:.2f}, above --max_load="
+                        f"{FLAGS.max_load}; the wall times would be skewed. Run on an idle machine, or pass "
+                        "--allow_loaded for a run whose loaded timings are marked LOADED.")
+    threads = FLAGS.threads or os.cpu_count() or 1
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(threads)
+    start, start_name = resolve_start(FLAGS.start, FLAGS.data_path)
+    work_dir = os.path.join(FLAGS.work_dir, os.path.basename(start.rstrip("/")))
+    bench = Bench(work_dir, FLAGS.data_path, start, start_name, FLAGS.reference_python, threads, FLAGS.max_load,
+                  FLAGS.score_max_seq_len)
+    began = time.time()
+    record: Dict[str, Any] = {
+        "settings": {"start": start_name, "rows": ",".join(FLAGS.rows), "seeds": ",".join(map(str, seeds)),
+                     "steps": FLAGS.steps, "batch_size": FLAGS.batch_size,
+                     "lr": FLAGS.lr if FLAGS.lr is not None else "each method's default",
+                     "max_seq_len": FLAGS.max_seq_len,
+                     "dropout": FLAGS.dropout if FLAGS.dropout is not None else "the start's own", "score_max_seq_len": FLAGS.score_max_seq_len,
+                     "threads": threads, "max_load": FLAGS.max_load},
+        "rows": {}}
+    record["start"] = bench.score_encoder(os.path.join(work_dir, "start"), start, "mean")
+    for name in FLAGS.rows:
+        if name == "simcse_unsup":
+            record["rows"][name] = run_simcse(bench, "unsup", seeds).as_record()
+        elif name == "simcse_sup":
+            record["rows"][name] = run_simcse(bench, "sup", seeds).as_record()
+        elif name == "trans_encoder":
+            record["rows"][name] = run_trans_encoder(bench, seeds).as_record()
+        elif name == "pause":
+            record["pause"] = run_pause(bench)
+    import keras
+
+    record["versions"] = {"tensorflow": tf.__version__, "keras": keras.__version__,
+                          **{k: v for k, v in bench.worker_versions.items() if k != "torch_threads"}}
+    text = write_results(record, FLAGS.results_dir, load)
+    print(text)
+    print(f"wall time this invocation: {time.time() - began:.0f} s")
+
+
+if __name__ == "__main__":
+    define_flags()
+    cli.run(main)

@@ -1,0 +1,128 @@
+"""The parts of bench/parity.py that need neither PyTorch nor training: the verdict rule, the results
+page, the order of the examples handed to the reference side, and the tests the page names. The
+benchmark itself runs outside the test suite."""
+
+import json
+import os
+import re
+
+import numpy as np
+import pytest
+
+from bench import parity
+from common.data.sampling import StreamSampler, batches_dataset
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_equal_within_the_larger_seed_sd():
+    c = parity.Comparison((50.0, 51.0), (49.5, 50.0))
+    assert c.difference == pytest.approx(0.75)
+    assert c.noise == pytest.approx(np.std([50.0, 51.0], ddof=1))  # 0.71, the larger of 0.71 and 0.35
+    assert c.outcome == parity.DIFFERENT and c.verdict() == "**DIFFERENT** by +0.75 (noise 0.71)"
+    c = parity.Comparison((50.0, 51.0), (50.0, 50.5))
+    assert c.difference == pytest.approx(0.25) and c.outcome == parity.EQUAL and c.verdict() == "**EQUAL**"
+
+
+def test_the_boundary_is_equal_and_the_se_is_reported():
+    c = parity.Comparison((9.0, 10.0, 11.0), (9.0, 9.0, 9.0))  # d = 1 = sd of the toolkit's seeds
+    assert (c.difference, c.noise, c.outcome) == (1.0, 1.0, parity.EQUAL)
+    assert c.se == pytest.approx(np.sqrt(1 / 3))
+    c = parity.Comparison((9.0, 10.0, 11.0), (8.99, 8.99, 8.99))
+    assert c.outcome == parity.DIFFERENT
+
+
+def test_one_seed_decides_nothing():
+    assert parity.Comparison((50.0,), (40.0, 41.0)).outcome == parity.UNDECIDED
+    assert parity.Comparison((50.0,), (50.0,)).verdict() == f"**{parity.UNDECIDED}**"
+
+
+def _record(loaded: bool) -> dict:
+    def seed(t, r):
+        return {"toolkit": {"sts_avg": t, "stsb_dev": t + 10}, "reference": {"sts_avg": r, "stsb_dev": r + 10}}
+
+    timings = {"0": {"toolkit": {"seconds": 30.0, "loaded": loaded}, "reference": {"seconds": 60.0,
+                                                                                   "fit_seconds": 50.0}},
+               "1": {"toolkit": {"seconds": 31.0}, "reference": {"seconds": 61.0, "fit_seconds": 51.0}}}
+    losses = {"0": {"toolkit": {"first": 0.75, "last_tenth": 0.2}, "reference": {"first": 0.77, "last_tenth": 0.21}}}
+    return {
+        "settings": {"start": "<data_path>/starts/bert_mini_books", "steps": 500, "batch_size": 64, "seeds": "0,1",
+                     "max_load": 0.5},
+        "start": {"sts_avg": 50.77, "stsb_dev": 59.70},
+        "rows": {
+            "simcse_unsup": {"title": "SimCSE unsup", "notes": ["both sides pool by the mean, no MLP"],
+                             "page_rows": [{"key": "simcse_unsup", "title": "SimCSE unsup (mean pooling)"}],
+                             "scores": {"simcse_unsup": {"0": seed(55.0, 54.9), "1": seed(55.4, 55.3)}},
+                             "losses": {"simcse_unsup": losses}, "timings": timings},
+            "trans_encoder": {"title": "Trans-Encoder", "notes": [],
+                              "page_rows": [{"key": "te_cross", "title": "Trans-Encoder cross"},
+                                            {"key": "te_bi", "title": "Trans-Encoder bi", "timing_key": "te_cross"}],
+                              "scores": {"te_cross": {"0": seed(70.0, 60.0), "1": seed(70.2, 60.1)},
+                                         "te_bi": {"0": seed(52.0, 52.0)}},
+                              "losses": {}, "timings": timings}},
+        "pause": {"commit": "abc1234", "embed_model_error": "URLError: no network",
+                  "cases": [{"name": "mixed batch", "official_loss": 1.5, "toolkit_loss": 1.5, "max_grad_diff": 0.0,
+                             "max_grad": 0.2, "outcome": "EQUAL"}]},
+    }
+
+
+def test_page_states_the_rule_the_verdicts_and_the_checks(tmp_path):
+    text = parity.write_results(_record(loaded=True), str(tmp_path), load=None)
+    assert "do not edit by hand" in text and parity.RULE in text
+    assert text.count("**LOADED**") == 1 and "(LOADED: 1 of 2)" in text
+    lines = text.splitlines()
+    unsup = [line for line in lines if line.startswith("| SimCSE unsup (mean pooling) | STS avg |")]
+    assert unsup == ["| SimCSE unsup (mean pooling) | STS avg | 55.20 ± 0.28 | 55.10 ± 0.28 | +0.10 | 0.28 | 0.28 | "
+                     "**EQUAL** |"]
+    cross = [line for line in lines if line.startswith("| Trans-Encoder cross | STS-B dev |")]
+    assert cross and "**DIFFERENT** by +10.05 (noise 0.14)" in cross[0]
+    assert any(line.startswith("| Trans-Encoder bi | STS avg | 52.00 | 52.00 |") and parity.UNDECIDED in line
+               for line in lines)
+    assert "| SimCSE unsup (mean pooling) | 0.75 | 0.77 | 0.2 | 0.21 | 30 / 31 (LOADED: 1 of 2) | 60 / 61 | " \
+           "50 / 51 |" in text
+    assert "STS avg 50.77, STS-B dev 59.70" in text
+    for name, _ in parity.FORMULA_TESTS["pause"] + parity.FORMULA_TESTS["declutr"]:
+        assert f"`{name}`" in text
+    assert "URLError: no network" in text and "**EQUAL**" in text.split("## PAUSE")[1]
+    assert json.loads((tmp_path / "results.json").read_text())["rows"]["simcse_unsup"]["title"] == "SimCSE unsup"
+    assert (tmp_path / "README.md").read_text() == text
+
+
+def test_an_idle_run_has_no_loaded_mark_and_a_missing_row_is_not_run(tmp_path):
+    record = _record(loaded=False)
+    record["rows"]["simcse_unsup"]["scores"] = {}
+    del record["pause"]
+    text = parity.write_results(record, str(tmp_path), load=None)
+    assert "LOADED" not in text
+    assert "| SimCSE unsup (mean pooling) | STS avg | n/a | n/a | | | | NOT RUN |" in text
+    assert "Not run: give `--pause_code" in text
+
+
+def test_the_named_formula_tests_exist():
+    for name, _ in parity.FORMULA_TESTS["pause"] + parity.FORMULA_TESTS["declutr"]:
+        path, test = name.split("::")
+        with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+            assert re.search(rf"^def {test}\(", f.read(), re.M), name
+
+
+def test_the_reference_gets_the_toolkits_batches_in_order():
+    column = np.array([f"sentence {i}" for i in range(10)], dtype=object)
+    indices = parity.ordered_rows([column], batch_size=4, steps=5, seed=3)  # 20 rows: two passes and a bit
+    stream = batches_dataset(StreamSampler([np.arange(10)], [1.0], 4, 3), [column])
+    toolkit = [s.decode() for (batch,) in stream.take(5).as_numpy_iterator() for s in batch]
+    assert [column[i] for i in indices] == toolkit
+    assert sorted(indices[:10]) == list(range(10))  # the first pass is a permutation
+
+
+@pytest.mark.parametrize("pairs, steps, expected", [(5749, 20, (1, 20)), (5749, 500, (6, 84)), (640, 10, (1, 10)),
+                                                    (100, 10, (5, 2))])
+def test_trans_encoder_phases_get_the_steps_asked_for_or_just_over(pairs, steps, expected):
+    epochs, per_epoch = parity.te_schedule(pairs, 64, steps)
+    assert (epochs, per_epoch) == expected
+    assert steps <= epochs * per_epoch < steps + epochs and per_epoch <= -(-pairs // 64)
+
+
+def test_settings_choose_the_folder():
+    a = parity.settings_key("simcse_unsup", {"steps": 20, "lr": 3e-5})
+    assert a == parity.settings_key("simcse_unsup", {"lr": 3e-5, "steps": 20}) and a.startswith("simcse_unsup-")
+    assert a != parity.settings_key("simcse_unsup", {"steps": 21, "lr": 3e-5})
