@@ -162,7 +162,8 @@ def define_flags() -> None:
                         "(git clone https://github.com/EQTPartners/pause); empty: the row says it was not given.")
     flags.DEFINE_integer("threads", 0, "Threads of both sides (TensorFlow intra/inter-op, torch); 0: the CPU count.",
                          lower_bound=0)
-    flags.DEFINE_string("work_dir", "artifacts/parity", "Where the runs are kept (resumable; a finished side is reused).")
+    flags.DEFINE_string("work_dir", "artifacts/parity",
+                        "Where the runs are kept (resumable; a finished side is reused).")
     flags.DEFINE_string("results_dir", "docs/benchmarks/parity", "Where the results page (README.md) and "
                         "results.json are written.")
     flags.DEFINE_float("max_load", 0.5, "Refuse to start when the 1-minute load average exceeds this; a timing "
@@ -403,7 +404,8 @@ class Stopwatch:
         return False
 
     def record(self) -> Dict[str, Any]:
-        loaded = self.other_cores > self.max_load if self.other_cores is not None else os.getloadavg()[0] > self.max_load
+        busy = self.other_cores if self.other_cores is not None else os.getloadavg()[0]
+        loaded = busy > self.max_load
         return {"seconds": self.seconds, "other_cores": self.other_cores, "loaded": loaded}
 
 
@@ -477,7 +479,8 @@ class Bench:
             result = train(config)
         paths = RunPaths.for_run(folder, result["run_id"])
         record = {**watch.record(), "resumed": bool(started), "run_id": result["run_id"],
-                  "model_dir": os.path.relpath(result["model_dir"], folder), "log_dir": os.path.relpath(paths.log_dir, folder),
+                  "model_dir": os.path.relpath(result["model_dir"], folder),
+                  "log_dir": os.path.relpath(paths.log_dir, folder),
                   "ckpt_dir": os.path.relpath(paths.checkpoint_dir, folder), "data": result["data"],
                   "config": result["config"].to_dict()}
         write_json(os.path.join(folder, "done.json"), record)
@@ -879,7 +882,8 @@ def main(argv):
                      "steps": FLAGS.steps, "batch_size": FLAGS.batch_size,
                      "lr": FLAGS.lr if FLAGS.lr is not None else "each method's default",
                      "max_seq_len": FLAGS.max_seq_len,
-                     "dropout": FLAGS.dropout if FLAGS.dropout is not None else "the start's own", "score_max_seq_len": FLAGS.score_max_seq_len,
+                     "dropout": FLAGS.dropout if FLAGS.dropout is not None else "the start's own",
+                     "score_max_seq_len": FLAGS.score_max_seq_len,
                      "threads": threads, "max_load": FLAGS.max_load},
         "rows": {}}
     record["start"] = bench.score_encoder(os.path.join(work_dir, "start"), start, "mean")

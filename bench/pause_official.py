@@ -126,7 +126,8 @@ def check(code: str) -> dict:
         o, t = float(step["loss"]), float(toolkit_value)
         equal = abs(o - t) <= RTOL * max(1.0, abs(t)) and diff <= RTOL * max(1.0, largest)
         case = {"name": name, "labels": labels, "official_loss": o, "official_loss_tape": float(official_value),
-                "toolkit_loss": t, "max_grad_diff": diff, "max_grad": largest, "max_official_grad": official_largest, "outcome": "EQUAL" if equal else "DIFFERENT"}
+                "toolkit_loss": t, "max_grad_diff": diff, "max_grad": largest, "max_official_grad": official_largest,
+                "outcome": "EQUAL" if equal else "DIFFERENT"}
         if not equal and (y < 0).all() and o == 0.0:
             case["note"] = ("The official loss returns the PU term plus a cross-entropy vector over the labelled rows, "
                             "which Keras averages; with no labelled row the vector is empty and Keras reduces it to "
