@@ -28,8 +28,9 @@ Writes into --out: `model/` (the trained Hugging Face model under the SentenceTr
 CrossEncoder, `BertModel` or `BertForSequenceClassification`, as a plain folder with `vocab.txt`:
 what the toolkit loads; the pooling is the job's) and `result.json` (the fit's seconds, each step's
 training loss, the padded lengths of the first batch, versions). Seeds torch with `seed` (dropout
-masks and the fresh pooler/classifier initial values). HF_HUB_OFFLINE and TRANSFORMERS_OFFLINE are set before anything of Hugging Face is
-imported. argparse, not absl: the reference environment has no absl.
+masks and the fresh pooler/classifier initial values). HF_HUB_OFFLINE and TRANSFORMERS_OFFLINE are
+set before anything of Hugging Face is imported. argparse, not absl: the reference environment has
+no absl.
 """
 
 from __future__ import annotations
