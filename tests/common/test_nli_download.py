@@ -29,7 +29,8 @@ def test_download_verifies_and_unpacks(tmp_path):
     out = tmp_path / "data" / "nli"
     folders = download(["snli"], str(out), {"snli": Archive(url, md5, "snli_1.0")})
     pairs = read_nli(str(out / "snli_1.0" / "snli_1.0_train.jsonl"))
-    assert folders["snli"].endswith("snli_1.0") and len(pairs) == 1 and pairs.dropped == 1
+    # The pair without a gold label ("-") is kept, unlabelled.
+    assert folders["snli"].endswith("snli_1.0") and len(pairs) == 2 and pairs.labels.tolist() == [0, -1]
     # A second call finds it and downloads nothing.
     assert download(["snli"], str(out), {"snli": Archive("file:///nonexistent.zip", md5, "snli_1.0")})
 
