@@ -35,7 +35,7 @@ demo: setup
 		--data_path=$(DATA_PATH) $(DEMO_ARGS)
 	$(PY) test_sts.py --model=latest --baseline=minilm --data_path=$(DATA_PATH)
 	@echo "The start, MiniLM, was already trained on over a billion sentence pairs, NLI among them: a few"
-	@echo "hundred steps on a few hundred NLI labels pull it toward this small set, so a small change either"
+	@echo "hundred steps on about a thousand NLI labels pull it toward this small set, so a small change either"
 	@echo "way is what to expect (the recorded PAUSE ablation from MiniLM lost about 3 points of STS-B dev:"
 	@echo "docs/benchmarks/ablation/pause/README.md). What PAUSE adds is measured from raw BERTs, over seeds:"
 	@echo "docs/benchmarks/reproduce_cpu/README.md. To train on your own data: docs/usage/your-data.md."
