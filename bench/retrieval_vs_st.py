@@ -28,10 +28,8 @@ Writes the dated results page and results.json to --results_dir, and prints the 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,7 +39,7 @@ from absl import app, flags
 from common import cli
 
 from bench import harness
-from bench.vs_sentence_transformers import LoadLog, summary, thread_env
+from bench.vs_sentence_transformers import LoadLog, Reference, summary, thread_env
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MEASUREMENTS = ("parity", "timing")
@@ -72,43 +70,6 @@ def define_flags() -> None:
     flags.DEFINE_float("max_load", 0.5, "Refuse to time when the 1-minute load average exceeds this.")
     flags.DEFINE_bool("allow_loaded", False, "Time on a loaded machine anyway; the page is then marked LOADED.")
     flags.DEFINE_integer("seed", 0, "Seed of the book sentences of the timed corpus.")
-
-
-class Reference:
-    """bench/retrieval_worker.py in the reference environment, one JSON line each way."""
-
-    def __init__(self, python: str, folder: str, threads: int):
-        if not os.path.exists(python):
-            raise FileNotFoundError(f"{python} not found: build the reference environment with `make reference-env` "
-                                    "or pass --reference_python.")
-        env = {**os.environ, **thread_env(threads), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-        self.process = subprocess.Popen(
-            [python, os.path.join(REPO, "bench", "retrieval_worker.py"), f"--model={folder}", f"--threads={threads}"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=REPO)
-        self.info = self._answer()
-
-    def _answer(self) -> dict:
-        line = self.process.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the sentence-transformers worker exited (code {self.process.wait()}); "
-                               "its error is above.")
-        answer = json.loads(line)
-        if not answer.get("ok"):
-            raise RuntimeError(f"the sentence-transformers worker failed: {answer.get('error')}")
-        return answer
-
-    def ask(self, **cmd) -> dict:
-        self.process.stdin.write(json.dumps(cmd) + "\n")
-        self.process.stdin.flush()
-        return self._answer()
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            try:
-                self.ask(cmd="quit")
-            finally:
-                self.process.stdin.close()
-                self.process.wait(timeout=60)
 
 
 def compare(ours: dict, theirs: dict, tolerance: float) -> dict:
@@ -236,7 +197,7 @@ def main(argv):
     def embed(texts):
         return embedder.embed(texts, FLAGS.batch_size, progress=False)
 
-    reference = Reference(FLAGS.reference_python, minilm_dir(), FLAGS.threads)
+    reference = Reference(FLAGS.reference_python, minilm_dir(), FLAGS.threads, worker="retrieval_worker.py")
     loads.own_pids.append(reference.process.pid)
     record = {"flags": {k: FLAGS[k].value for k in ("measure", "split", "max_pairs", "timing_documents", "rounds",
                                                     "threads", "batch_size", "chunk_size", "tolerance", "max_load",

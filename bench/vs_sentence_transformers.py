@@ -180,15 +180,16 @@ def thread_env(threads: int) -> dict:
 # === The sentence-transformers side ===
 
 class Reference:
-    """bench/st_worker.py in the reference environment, one JSON line each way."""
+    """A worker script of bench/ (default bench/st_worker.py) in the reference environment, one JSON
+    line each way: the first line it writes describes it (`info`), then one answer per `ask`."""
 
-    def __init__(self, python: str, folder: str, threads: int):
+    def __init__(self, python: str, folder: str, threads: int, worker: str = "st_worker.py"):
         if not os.path.exists(python):
             raise FileNotFoundError(f"{python} not found: build the reference environment with `make reference-env` "
                                     f"or pass --reference_python.")
         env = {**os.environ, **thread_env(threads), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
         self.process = subprocess.Popen(
-            [python, os.path.join(REPO, "bench", "st_worker.py"), f"--model={folder}", f"--threads={threads}"],
+            [python, os.path.join(REPO, "bench", worker), f"--model={folder}", f"--threads={threads}"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=REPO)
         self.info = self._answer()
 
