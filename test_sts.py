@@ -18,7 +18,7 @@ from common import cli  # first: it quiets TensorFlow's start-up
 from common import artifacts
 from common.errors import UserError
 from common.flags import define_data_flags, define_model_flags
-from common.evaluation.resolve import MODES, resolve_cross_model, resolve_model
+from common.models.sources.resolve import MODES, resolve_cross_model, resolve_model
 from common.data.tables import parse_columns
 from common.evaluation.sts import (PAIR_SCORE_FIELDS, embedding_similarities, evaluate_sts, evaluate_sts_pairs,
                                    format_comparison, format_table, format_txt, read_scored_pairs,

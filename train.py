@@ -22,7 +22,7 @@ from absl import app, flags
 from common import cli  # first: it quiets TensorFlow's start-up
 from common import artifacts
 from common.evaluation.evaluators import StsbDevEvaluator
-from common.evaluation.resolve import CROSS_SUBDIR
+from common.models.sources.resolve import CROSS_SUBDIR
 from common.flags import define_train_flags, train_config_from_flags
 from common.training.loop import NonFiniteLossError
 from common.training.runs import train

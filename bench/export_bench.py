@@ -50,9 +50,9 @@ def _size_mb(path: str) -> float:
 def _exports(model: str, root: str):
     """Writes (once) and returns the paths of the SavedModel, HF folder and TFLite files of `model`."""
     from common.artifacts import model_path
-    from common.evaluation.resolve import EMBEDDING_SUBDIR, resolve_encoder
+    from common.models.sources.resolve import EMBEDDING_SUBDIR, resolve_encoder
     from common.exporting import ExportConfig, export_model
-    from common.models.encoder import is_artifact_dir
+    from common.models.sources.artifact import is_artifact_dir
     from common.models.export import export_encoder
     from common.models.tflite_export import TFLITE_FILE
 
@@ -129,7 +129,7 @@ def _compare(model: str):
 
     from common.data.sts import load_stsb
     from common.evaluation.embedding import embed_sentences
-    from common.evaluation.resolve import resolve_encoder, resolve_model, safe_name
+    from common.models.sources.resolve import resolve_encoder, resolve_model, safe_name
     from common.evaluation.sts import cosine_scores, spearman100
     from common.models.tflite_export import TFLiteEmbedder
 

@@ -96,7 +96,7 @@ def _stats(values: List[float]) -> Dict[str, float]:
 
 
 def measure() -> Dict[str, Dict]:
-    from common.models.encoder import canonical_spec
+    from common.models.sources.names import canonical_spec
 
     results = {}
     for size in map(canonical_spec, FLAGS.sizes):  # both sides take the new name of an old spelling

@@ -530,7 +530,8 @@ class Bench:
             return cached
         from common.evaluation.embedding import embed_sentences
         from common.evaluation.sts import evaluate_sts
-        from common.models.encoder import EncoderConfig, build_encoder
+        from common.models.encoder import EncoderConfig
+        from common.models.sources import build_encoder
 
         encoder = build_encoder(EncoderConfig(spec=spec, pooling=pooling, max_seq_len=self.score_max_seq_len))
         fn = encoder.embedding_function()
@@ -545,7 +546,7 @@ class Bench:
         cached = read_json(path)
         if cached is not None:
             return cached
-        from common.evaluation.resolve import resolve_cross_model
+        from common.models.sources.resolve import resolve_cross_model
         from common.evaluation.sts import evaluate_sts_pairs
 
         scorer = resolve_cross_model(saved_model)
@@ -599,7 +600,8 @@ def export_reference_cross(hf_folder: str, max_seq_len: int, out: str) -> str:
     if os.path.isdir(out):
         return out
     from common.models import bert as bert_lib
-    from common.models.encoder import EncoderConfig, build_encoder
+    from common.models.encoder import EncoderConfig
+    from common.models.sources import build_encoder
     from common.models.export import export_cross_encoder
     from trans_encoder_tf.model import CrossEncoderModel
 
@@ -841,7 +843,7 @@ def run_pause(bench: Bench) -> Dict[str, Any]:
 def resolve_start(value: str, data_path: str) -> Tuple[str, str]:
     """(folder, name for the page) of --start."""
     if value == "minilm":
-        from common.models.encoder import minilm_dir
+        from common.models.sources.names import minilm_dir
 
         return minilm_dir(), "minilm (sentence-transformers/all-MiniLM-L6-v2)"
     folder = value or os.path.join(data_path, DEFAULT_START)

@@ -174,7 +174,8 @@ class Ladder:
         if "sts_avg" in entry and (not senteval or not FLAGS.senteval_tasks or "senteval_avg" in entry):
             return entry
         from common.evaluation.embedding import embed_sentences
-        from common.models.encoder import EncoderConfig, build_encoder
+        from common.models.encoder import EncoderConfig
+        from common.models.sources import build_encoder
 
         encoder = build_encoder(EncoderConfig(spec=model_dir, pooling=pooling, max_seq_len=FLAGS.score_max_seq_len,
                                               **(encoder_settings or {})))
@@ -216,7 +217,7 @@ class Ladder:
         entry = self.scores.setdefault(name, {})
         if "sts_avg" in entry:
             return entry
-        from common.evaluation.resolve import resolve_cross_model
+        from common.models.sources.resolve import resolve_cross_model
         from common.evaluation.sts import evaluate_sts_pairs
 
         scorer = resolve_cross_model(model_dir)
@@ -357,7 +358,8 @@ def tfidf_cosines(first, second):
 
 def start_architecture(start: str) -> str:
     """The spec of a randomly initialised copy of the start's architecture (the floor rows)."""
-    from common.models.encoder import FRESH_BERTS, canonical_spec, is_artifact_dir
+    from common.models.sources.names import FRESH_BERTS, canonical_spec
+    from common.models.sources.artifact import is_artifact_dir
 
     spec = canonical_spec(start)  # a run's config.json may name it by an old spelling
     if spec in FRESH_BERTS:

@@ -179,9 +179,9 @@ def main(argv):
     tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
 
     from bench.make_retrieval_set import write_snli_set
-    from common.evaluation.resolve import resolve_model
+    from common.models.sources.resolve import resolve_model
     from common.evaluation.retrieval import load_beir
-    from common.models.encoder import minilm_dir
+    from common.models.sources.names import minilm_dir
 
     work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="retrieval_sets_")
     parity_set = os.path.join(work_dir, f"snli_{FLAGS.split}" + (f"_{FLAGS.max_pairs}" if FLAGS.max_pairs else ""))

@@ -75,7 +75,7 @@ def main(argv):
     from common import SentenceModel
     from common.data.sts import load_stsb
     from common.errors import UserError
-    from common.models.encoder import minilm_dir
+    from common.models.sources.names import minilm_dir
 
     if not os.path.exists(FLAGS.reference_python):
         raise UserError(f"--reference_python={FLAGS.reference_python}: not found; build the reference environment "

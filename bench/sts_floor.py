@@ -138,7 +138,8 @@ def main(argv):
 
     from common.data.sts import load_all
     from common.evaluation.embedding import sort_lengths
-    from common.models.encoder import EncoderConfig, build_encoder
+    from common.models.encoder import EncoderConfig
+    from common.models.sources import build_encoder
 
     unknown = sorted(set(FLAGS.precisions) - set(_DTYPES))
     if unknown:

@@ -6,7 +6,7 @@
     embeddings = model.encode(["A man is playing a guitar.", "Someone plays an instrument."])
     scores = model.similarity(embeddings, embeddings)  # [2, 2] cosine similarities
 
-A model is resolved by `common.evaluation.resolve.resolve_model` and encoded by its
+A model is resolved by `common.models.sources.resolve.resolve_model` and encoded by its
 `Embedder.embed`, exactly as `test_sts.py` and the other evaluation scripts do.
 Where sentence-transformers names differ: its `normalize_embeddings` is `normalize`
 here, its `max_seq_length` is `max_seq_len`.
@@ -19,7 +19,7 @@ from typing import Any, Dict, Optional, Sequence, Union
 import numpy as np
 
 from common.errors import UserError
-from common.evaluation.resolve import resolve_model
+from common.models.sources.resolve import resolve_model
 from common.models.precision import DEFAULT_PRECISION
 
 # torch.nn.functional.normalize's default, which sentence-transformers' cos_sim uses:

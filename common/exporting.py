@@ -16,7 +16,7 @@ import tensorflow as tf
 from common import artifacts
 from common.errors import UserError
 from common.models.bpe_tokenization import ByteLevelBpeTokenizer
-from common.models.encoder import canonical_spec
+from common.models.sources.names import canonical_spec
 
 FORMATS = ("sentence-transformers", "tflite")
 EXPORT_RECORD = "export.json"
@@ -78,7 +78,7 @@ def export_model(config: ExportConfig) -> Dict[str, Any]:
             encoder to export (see `resolve_encoder`).
         FileNotFoundError: for a run ID or path that does not exist.
     """
-    from common.evaluation.resolve import resolve_encoder
+    from common.models.sources.resolve import resolve_encoder
     from common.models.export import package_versions
 
     config.validate()

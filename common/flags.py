@@ -43,9 +43,10 @@ def define_model_flags(default_model: str = "minilm", batch_size: bool = True) -
                       "Where run IDs live: local (--artifacts_dir) or gcs (gs://<--gcs_bucket>/model/<ID>).")
     flags.DEFINE_string("gcs_bucket", None, "Bucket for --model_location=gcs.")
     flags.DEFINE_integer("max_seq_len", None,
-                         "Truncation length in tokens; default: the model's own maximum (sentence-transformers' "
-                         "max_seq_length, 256 for MiniLM, else its position embeddings, 512 for BERTs), never the "
-                         "length a run trained at. An exported model takes only its own.")
+                         "Truncation length in tokens, [CLS] and [SEP] included; default: the model's own maximum "
+                         "(sentence-transformers' max_seq_length, 256 for MiniLM, else its position embeddings, 512 "
+                         "for BERTs), never the length a run trained at (train.py's --max_seq_len, default 128, is "
+                         "the length it trains at). An exported model takes only its own.")
     if batch_size:
         flags.DEFINE_integer("batch_size", 128, "Sentences per encoding batch.", lower_bound=1)
         # As training defines it (`EncoderSection.precision`); a string checked by resolve_model,

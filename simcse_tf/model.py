@@ -9,7 +9,8 @@ import tensorflow as tf
 
 from common.errors import UserError
 from common.models import bert as bert_lib
-from common.models.encoder import BERT_INIT_STDDEV, SentenceEncoder
+from common.models.sources.fresh import BERT_INIT_STDDEV
+from common.models.encoder import SentenceEncoder
 from common.training.contrastive import in_batch_infonce_loss
 from common.training.method import MethodModel
 

@@ -16,7 +16,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def test_pack_books_writes_the_windows_of_the_masked_lm_method(tmp_path):
     from bench.pack_books import pack
-    from common.models.encoder import EncoderConfig, build_encoder
+    from common.models.encoder import EncoderConfig
+    from common.models.sources import build_encoder
     from mlm_tf.data import pack_windows, read_books, split_books, wordpieces
 
     books = write_documents(str(tmp_path / "documents" / "gutenberg" / "books.txt"), n=6, words=150)
@@ -57,7 +58,7 @@ def test_mlm_throughput_table_gives_medians_spreads_and_the_ratio():
 
 def test_hf_pretrain_sizes_are_the_toolkits_fresh_berts_and_their_old_spellings():
     """bench/hf_pretrain.py runs without TensorFlow, so it keeps its own copy of the shapes and names."""
-    from common.models.encoder import FRESH_BERTS, SPEC_ALIASES
+    from common.models.sources.names import FRESH_BERTS, SPEC_ALIASES
 
     code = "import json; from bench import hf_pretrain as h; print(json.dumps([h.SHAPES, h.OLD_SIZES]))"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,

@@ -30,13 +30,14 @@ from common.data.fingerprint import fingerprint_rows
 from common.data.sampling import StreamSampler, batches_dataset
 from common.evaluation.embedding import embed_sentences, score_sentence_pairs
 from common.evaluation.sts import cosine_scores
-from common.models.encoder import EncoderConfig, SentenceEncoder, build_encoder, inference_encoder
+from common.models.encoder import EncoderConfig, SentenceEncoder, inference_encoder
+from common.models.sources import build_encoder
 from common.models.export import export_cross_encoder, export_encoder
 from common.training import registry
 from common.training.config import OptimizerSection, TrainConfig
 from common.training.loop import LoopConfig, Selection, weights_fingerprint
 from common.training.phases import PhaseRunner
-from common.training.runs import RunContext, RunOutcome, pretrained_weights_prefix, seeded, write_weights
+from common.training.runs import RunContext, RunOutcome, seeded, write_weights
 from common.training.schedules import make_optimizer
 from trans_encoder_tf.config import DEFAULTS, TransEncoderOptions
 from common.data.tables import parse_columns
@@ -64,29 +65,12 @@ def start_spec(config: TrainConfig, kind: str, member: str) -> str:
     return (options.cross_init if member == "a" else options.mutual_cross_init) or bi
 
 
-def _artifact_encoder(path: str, max_seq_len: int, config: TrainConfig) -> SentenceEncoder:
-    """The (bi-)encoder of a run trained by this toolkit (its `weights/` and `config.json`)."""
-    prefix, saved = pretrained_weights_prefix(path, config.run.artifacts_dir)
-    enc = saved["encoder"]
-    encoder = build_encoder(EncoderConfig(spec=enc["spec"], max_seq_len=max_seq_len, pooling=enc["pooling"],
-                                          normalize=enc["normalize"], seed=enc.get("seed", 0),
-                                          pad_to_multiple_of=config.encoder.pad_to_multiple_of,
-                                          dropout=config.encoder.dropout, precision=config.encoder.precision))
-    names = [n for n, _ in tf.train.list_variables(prefix)]
-    layers = tf.train.Checkpoint(encoder=encoder)
-    if any(n.startswith("model/bi_encoder/") for n in names):  # a Trans-Encoder run: its bi-encoder
-        layers = tf.train.Checkpoint(bi_encoder=layers)
-    tf.train.Checkpoint(model=layers).read(prefix).expect_partial().assert_existing_objects_matched()
-    logging.info("Loaded the encoder of %s (%s).", path, prefix)
-    return encoder
 
 
 def build_start_encoder(spec: str, max_seq_len: int, config: TrainConfig) -> SentenceEncoder:
-    """The encoder a spec names, or the encoder of a run ID / artifact directory trained by this toolkit."""
-    path = artifacts.model_path(spec, config.run.artifacts_dir)
-    if path is not None and tf.io.gfile.exists(artifacts.join(path, "weights")):
-        return _artifact_encoder(path, max_seq_len, config)
+    """The encoder a spec, run ID or artifact directory names (`common.models.sources`), at `max_seq_len`."""
     enc = config.encoder
+    spec = artifacts.model_path(spec, config.run.artifacts_dir) or spec
     return build_encoder(EncoderConfig(spec=spec, max_seq_len=max_seq_len, pad_to_multiple_of=enc.pad_to_multiple_of,
                                        dropout=enc.dropout, seed=config.run.seed, precision=enc.precision))
 

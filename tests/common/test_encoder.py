@@ -6,7 +6,8 @@ import pytest
 import tensorflow as tf
 
 from common.models import bert as bert_lib
-from common.models.encoder import EncoderConfig, SentenceEncoder, build_encoder
+from common.models.encoder import EncoderConfig, SentenceEncoder
+from common.models.sources import build_encoder
 from common.models.masked_lm import MaskedLMHead
 
 SENTENCES = tf.constant(["a man plays a guitar .", "stocks fell sharply on monday ."])
@@ -91,7 +92,8 @@ def _hub_names_only_savedmodel(path: str, vocab: str, positions: int) -> str:
 def test_without_a_length_an_encoder_truncates_at_the_models_own_maximum(tmp_path, monkeypatch):
     import os
 
-    from common.models.encoder import TINY_BERT, minilm_dir, randomize_weights
+    from common.models.sources.names import TINY_BERT, minilm_dir
+    from common.models.sources.fresh import randomize_weights
     from fixtures import write_hf_bert_dir, write_tfhub_bert
 
     vocab = os.path.join(minilm_dir(), "vocab.txt")
@@ -164,17 +166,18 @@ def _notices(caplog):
 
 
 def test_each_old_spelling_is_the_model_of_its_new_name_with_one_notice_line(monkeypatch, caplog):
-    from common.models import encoder as encoder_lib
-    from common.models.encoder import FRESH_BERTS, SPEC_ALIASES, canonical_spec
+    from common.models.sources import locate_spec, names
+    from common.models.sources.fresh import fresh_bert_config
+    from common.models.sources.names import FRESH_BERTS, SPEC_ALIASES, canonical_spec
 
-    monkeypatch.setattr(encoder_lib, "_NOTICED", set())  # as in a new process
+    monkeypatch.setattr(names, "_NOTICED", set())  # as in a new process
     assert set(SPEC_ALIASES.values()) == {"tfhub_bert_small", "tfhub_bert_base", "random_tiny", *FRESH_BERTS}
     with caplog.at_level("WARNING"):
         for old, new in SPEC_ALIASES.items():
             assert canonical_spec(old) == canonical_spec(old) == new
-            assert encoder_lib._resolve_spec(old) == encoder_lib._resolve_spec(new), old
+            assert locate_spec(old) == locate_spec(new), old
             if new in FRESH_BERTS:  # the same architecture, for the shapes too large to build here
-                assert encoder_lib._fresh_bert_config(new, 30522).hidden_size == FRESH_BERTS[new][1]
+                assert fresh_bert_config(new, 30522).hidden_size == FRESH_BERTS[new][1]
         for spec in ("minilm", "random_bert_tiny", "tfhub_bert_base", "20261122-101500", "some/folder"):
             assert canonical_spec(spec) == spec
         # The random specs small enough to build: the same weights under either name, recorded by the new one.
@@ -192,7 +195,7 @@ def test_each_old_spelling_is_the_model_of_its_new_name_with_one_notice_line(mon
 
 
 def test_an_unknown_spec_lists_the_new_names_and_says_which_are_pretrained():
-    from common.models.encoder import SPEC_ALIASES
+    from common.models.sources.names import SPEC_ALIASES
 
     with pytest.raises(ValueError, match="Unknown encoder spec 'no-such-model'") as error:
         build_encoder(EncoderConfig(spec="no-such-model"))

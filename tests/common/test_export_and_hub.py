@@ -11,7 +11,10 @@ import tensorflow as tf
 from packaging.requirements import Requirement
 
 from common.models.bert import BertBackbone, BertConfig
-from common.models.encoder import TINY_BERT, EncoderConfig, build_encoder, minilm_dir, randomize_weights
+from common.models.sources.names import TINY_BERT, minilm_dir
+from common.models.encoder import EncoderConfig
+from common.models.sources import build_encoder
+from common.models.sources.fresh import randomize_weights
 from common.models.export import export_encoder
 from fixtures import write_tfhub_bert
 

@@ -16,11 +16,13 @@ import pytest
 import tensorflow as tf
 
 from common import SentenceModel
-from common.evaluation.resolve import resolve_encoder, resolve_model
+from common.models.sources.resolve import resolve_encoder, resolve_model
 from common.exporting import ExportConfig, export_model
 from common.models.bert import BertBackbone
-from common.models.encoder import SentenceEncoder, minilm_dir
-from common.models.encoder import EncoderConfig, build_encoder
+from common.models.encoder import SentenceEncoder
+from common.models.sources.names import minilm_dir
+from common.models.encoder import EncoderConfig
+from common.models.sources import build_encoder
 from common.models.hf_export import tokenizer_json, write_sentence_transformers
 from common.models.tokenization import BertTokenizer, TokenizerConfig
 from common.training import registry

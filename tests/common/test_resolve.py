@@ -9,7 +9,7 @@ import tensorflow as tf
 from common import artifacts
 from common.models.export import export_encoder, save_encoder_artifact
 from common.artifacts import model_path
-from common.evaluation.resolve import resolve_model, safe_name
+from common.models.sources.resolve import resolve_model, safe_name
 
 
 def test_unknown_spec_lists_the_valid_forms():
@@ -87,9 +87,10 @@ LONG = [" ".join(["guitar"] * 60) + " .", "a man plays a guitar .", " ".join(f"w
 
 def test_a_run_is_used_at_the_models_own_length_not_the_one_it_trained_at(tmp_path, monkeypatch):
     from common import SentenceModel
-    from common.evaluation import resolve
+    from common.models.sources import resolve
     from common.exporting import ExportConfig, export_model
-    from common.models.encoder import EncoderConfig, build_encoder
+    from common.models.encoder import EncoderConfig
+    from common.models.sources import build_encoder
     from common.training import registry
     from common.training.runs import train
 
@@ -158,11 +159,11 @@ def test_a_run_whose_config_names_an_old_spec_still_loads_and_resumes(tiny_encod
     import dataclasses
 
     from common import SentenceModel
-    from common.models import encoder as encoder_lib
+    from common.models.sources import names as names_lib
     from common.training import registry
     from common.training.runs import resume_changes, write_weights
 
-    monkeypatch.setattr(encoder_lib, "_NOTICED", set())  # as in a new process
+    monkeypatch.setattr(names_lib, "_NOTICED", set())  # as in a new process
     old = str(tmp_path / "old-run")
     write_weights(tf.train.Checkpoint(model=tf.train.Checkpoint(encoder=tiny_encoder)), old)
     # Seed 0, not the fixture's 1: the embeddings match only if the run's weights were read.

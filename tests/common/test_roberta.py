@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common.models.encoder import EncoderConfig, SentenceEncoder, build_encoder
+from common.models.encoder import EncoderConfig, SentenceEncoder
+from common.models.sources import build_encoder
 from common.models.export import export_encoder
 from common.models.masked_lm import MaskedLMHead
 from fixtures import write_hf_roberta_dir

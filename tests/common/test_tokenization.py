@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common.models.encoder import minilm_dir
+from common.models.sources.names import minilm_dir
 from common.models.tokenization import BertTokenizer, TokenizerConfig, bert_normalize, read_vocabulary
 
 SMALL_VOCAB = ["[UNK]", "hello", "[SEP]", "world", "[PAD]", "##s", "[CLS]", "cafe", "[MASK]", ",", "!"]

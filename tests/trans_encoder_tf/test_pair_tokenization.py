@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from common.data.sts import load_stsb
-from common.models.encoder import minilm_dir
+from common.models.sources.names import minilm_dir
 from common.models.tokenization import BertTokenizer, TokenizerConfig, longest_first_lengths, read_vocabulary
 
 

@@ -131,7 +131,7 @@ def test_a_run_killed_in_either_phase_of_cycle_2_resumes_exactly(two_cycles, tmp
 def test_mutual_distillation_averages_both_models_labels_and_ensembles_the_cross_encoders(tmp_path):
     import tensorflow as tf
 
-    from common.models.encoder import minilm_dir
+    from common.models.sources.names import minilm_dir
     from common.training.loop import RunPaths
     from common.training.phases import PhaseRunner
     from common.training.runs import RunContext
@@ -168,7 +168,8 @@ def test_a_trained_run_id_is_a_start_encoder(tmp_path):
     import tensorflow as tf
 
     from common import artifacts
-    from common.models.encoder import EncoderConfig, build_encoder
+    from common.models.encoder import EncoderConfig
+    from common.models.sources import build_encoder
     import dataclasses
 
     from common.training.runs import write_weights

@@ -1,7 +1,7 @@
-"""`--model` resolution: run IDs, local/`gs://` artifacts, and encoder specs.
-
-Every evaluation script goes through `resolve_model`, so a trained artifact and
-an untrained baseline are scored by exactly the same code.
+"""Any `--model` value to what a script uses: an embedding function (`resolve_model`: test_sts.py,
+senteval_eval.py, cluster_eval.py, retrieval_eval.py and the API), a pair scorer (`resolve_cross_model`)
+or the Keras encoder to export (`resolve_encoder`). A trained run and an untrained baseline are
+scored by the same code; which kind of source a value names is decided in `common.models.sources`.
 """
 
 from __future__ import annotations
@@ -21,9 +21,15 @@ from common import artifacts
 from common.artifacts import LATEST, model_path
 from common.errors import UserError
 from common.evaluation.embedding import embed_sentences, score_sentence_pairs
-from common.models.encoder import (VALID_SPECS_HELP, EncoderConfig, SentenceEncoder, build_encoder, canonical_spec,
-                                   is_artifact_dir, is_hf_bert_dir, is_saved_model_dir)
-from common.models.export import CROSS_INPUTS, CROSS_OUTPUT, LENGTH_ATTRIBUTE, SERVING_INPUT, SERVING_OUTPUT
+from common.models.encoder import EncoderConfig, SentenceEncoder
+from common.models.sources import build_encoder
+from common.models.sources.artifact import is_artifact_dir, trained_on as _trained_on
+from common.models.sources.exported import (cross_saved_model as _cross_saved_model,
+                                            embedding_saved_model as _embedding_saved_model,
+                                            exported_length as _exported_length, is_saved_model_dir,
+                                            tflite_embedder, tflite_file as _tflite_file)
+from common.models.sources.hf_folder import is_hf_bert_dir
+from common.models.sources.names import VALID_SPECS_HELP, canonical_spec
 from common.models.precision import DEFAULT_PRECISION, check_precision, is_mixed
 
 EMBEDDING_SUBDIR = "embedding"
@@ -135,48 +141,8 @@ def _require_gs_path(path: Optional[str]) -> None:
     raise FileNotFoundError(f"{path}: no such object or directory in {artifacts.bucket_of(path)}.")
 
 
-def _embedding_saved_model(path: str):
-    """Loads `path`; returns (its embedding function, or None if it is not one of ours; the SavedModel)."""
-    loaded = tf.saved_model.load(path)
-    signature = getattr(loaded, "signatures", {}).get("serving_default")
-    if signature is None:
-        return None, loaded
-    _, kwargs = signature.structured_input_signature
-    spec = kwargs.get(SERVING_INPUT)
-    if spec is None or spec.dtype != tf.string:
-        return None, loaded
-
-    def embed_fn(sentences):
-        return signature(**{SERVING_INPUT: sentences})[SERVING_OUTPUT]
-
-    # The signature reads variables owned by `loaded`; keep it alive with the function.
-    embed_fn.saved_model = loaded
-    # Exports of this toolkit count tokens (batches are sorted by them); older ones do not.
-    counter = getattr(loaded, "token_counts", None)
-    if counter is not None:
-        embed_fn.token_counts = counter
-
-    return embed_fn, loaded
 
 
-def _cross_saved_model(path: str):
-    """Loads `path`; returns its (sentence1, sentence2) -> score function, or None if it is not a cross-encoder."""
-    loaded = tf.saved_model.load(path)
-    signature = getattr(loaded, "signatures", {}).get("serving_default")
-    if signature is None:
-        return None
-    _, kwargs = signature.structured_input_signature
-    if set(kwargs) != set(CROSS_INPUTS) or CROSS_OUTPUT not in signature.structured_outputs:
-        return None
-
-    def score_fn(sentence1, sentence2):
-        return signature(sentence1=sentence1, sentence2=sentence2)[CROSS_OUTPUT]
-
-    score_fn.saved_model = loaded
-    counter = getattr(loaded, "token_counts", None)
-    if counter is not None:
-        score_fn.token_counts = counter
-    return score_fn
 
 
 def _refuse_cross_encoder(path: str) -> None:
@@ -220,13 +186,6 @@ def resolve_cross_model(model: str, artifacts_dir: str = "artifacts", model_loca
                      "score signature); it is a bi-encoder or an encoder: score it with --mode=bi.")
 
 
-def _trained_on(path: str) -> Tuple[str, ...]:
-    """The evaluation sets an artifact's training data overlapped (its config.json records them)."""
-    record = artifacts.join(path, "config.json")
-    if not tf.io.gfile.exists(record):
-        return ()
-    with tf.io.gfile.GFile(record) as f:
-        return tuple(json.load(f).get("trained_on_evaluation_data", ()))
 
 
 def _encoder_embedder(name: str, source: str, config: EncoderConfig, trained_on: Tuple[str, ...] = ()) -> Embedder:
@@ -241,11 +200,6 @@ def _encoder_embedder(name: str, source: str, config: EncoderConfig, trained_on:
                     prompted_fn=None if encoder.include_prompt else prompted_fn)
 
 
-def _exported_length(loaded) -> Optional[int]:
-    """The length an embedding SavedModel truncates at, where it records one (exports
-    of this toolkit since they record it; older ones and foreign models do not)."""
-    length = getattr(loaded, LENGTH_ATTRIBUTE, None)
-    return None if length is None else int(length.numpy())
 
 
 def _run_embedder(name: str, path: str, max_seq_len: Optional[int], precision: str) -> Embedder:
@@ -337,10 +291,8 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
     if path is not None:
         tflite = _tflite_file(path)
         if tflite is not None:
-            from common.models.tflite_export import TFLiteEmbedder
-
             _refuse_length(tflite, max_seq_len, None)
-            return Embedder(name, tflite, TFLiteEmbedder(tflite), _trained_on(path))
+            return Embedder(name, tflite, tflite_embedder(tflite), _trained_on(path))
         candidates = [artifacts.join(path, EMBEDDING_SUBDIR), path]
         for candidate in candidates:
             if is_saved_model_dir(candidate):
@@ -372,14 +324,6 @@ def _raise_unknown_model(model: str, error: ValueError):
     raise error
 
 
-def _tflite_file(path: str) -> Optional[str]:
-    """The TFLite model `path` names (a `.tflite` file, or a folder holding `model.tflite`), else None."""
-    from common.models.tflite_export import TFLITE_FILE, is_tflite_file
-
-    for candidate in (path, artifacts.join(path, TFLITE_FILE)):
-        if is_tflite_file(candidate):
-            return candidate
-    return None
 
 
 def resolve_encoder(model: str, artifacts_dir: str = "artifacts", model_location: str = "local",

@@ -1,0 +1,106 @@
+"""Any `--model` to a model: one module per kind of source, one table that tells them apart.
+
+| kind | what `--model` names | module |
+| --- | --- | --- |
+| fresh | "random_tiny", "random_bert_*", a `bert_config.json`: a randomly initialised BERT | `fresh` |
+| hf | "minilm", a Hugging Face BERT or RoBERTa folder, a sentence-transformers folder | `hf_folder` |
+| hub | "tfhub_bert_*", a TF Hub URL, a TF-Hub-format BERT SavedModel | `hub` |
+| artifact | a run ID, "latest" or a train.py run's directory | `artifact` |
+| exported | an embedding or cross-encoder SavedModel, a TFLite model (scored, not rebuilt) | `exported` |
+
+`build_encoder` builds the Keras encoder of the first four; `resolve.resolve_model` turns any
+`--model` into an embedding function (the scripts, the API), `resolve.resolve_cross_model` into a
+pair scorer and `resolve.resolve_encoder` into the encoder to export. Run IDs, "latest" and
+`gs://` paths become directories in `common.artifacts.model_path`.
+
+`max_seq_len` means one thing everywhere: the tokens (special ones included) the encoder
+truncates at; None takes the model's own (`parts.max_seq_len_of`). Training passes its
+`--max_seq_len` (default 128, what the papers trained at); evaluation and export pass theirs
+(default None: the model's own, as sentence-transformers does).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Callable, Tuple
+
+import tensorflow as tf
+
+from common.errors import UserError
+from common.models import precision as precision_lib
+from common.models.encoder import EncoderConfig, SentenceEncoder
+from common.models.sources import artifact, fresh, hf_folder, hub
+from common.models.sources.exported import is_saved_model_dir
+from common.models.sources.names import FRESH_BERTS, VALID_SPECS_HELP, canonical_spec, minilm_dir
+from common.models.sources.parts import assemble
+
+# The kinds a directory can be, in the order they are tried (a run's directory also holds a config.json).
+FOLDER_KINDS: Tuple[Tuple[str, Callable[[str], bool]], ...] = (
+    ("artifact", artifact.is_artifact_dir), ("hf", hf_folder.is_hf_bert_dir), ("hub", is_saved_model_dir))
+# How each kind of source becomes its parts (the artifact kind rebuilds its start, then reads its weights).
+LOADERS = {"fresh": fresh.load, "hf": hf_folder.load, "hub": hub.load}
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """What an encoder spec names: its kind (FOLDER_KINDS, "fresh") and where it is."""
+
+    kind: str
+    location: str
+
+
+def locate_spec(spec: str) -> Source:
+    """The kind and location of an encoder spec (a name, URL, path or bert_config.json; old spellings too).
+
+    Raises:
+        UserError: for a name or directory that is none of the kinds, listing the valid specs.
+        FileNotFoundError: for a bert_config.json that does not exist.
+    """
+    spec = canonical_spec(spec)
+    if spec == "minilm":
+        return Source("hf", minilm_dir())
+    if spec == "random_tiny" or spec in FRESH_BERTS:
+        return Source("fresh", spec)
+    if fresh.is_config_file(spec):
+        if not tf.io.gfile.exists(spec):
+            raise FileNotFoundError(f"--model={spec}: no such BERT configuration file.")
+        return Source("fresh", spec)
+    if spec in hub.TFHUB_HANDLES:
+        return Source("hub", hub.TFHUB_HANDLES[spec])
+    if hub.is_hub_handle(spec):
+        return Source("hub", spec)
+    if spec.startswith("gs://") or os.path.isdir(spec):
+        for kind, detect in FOLDER_KINDS:
+            if detect(spec):
+                return Source(kind, spec)
+        raise UserError(
+            f"{spec}: neither a train.py artifact (config.json, weights/), a Hugging Face BERT directory "
+            "(config.json, model.safetensors, vocab.txt or tokenizer.json), a RoBERTa one (config.json with "
+            "model_type 'roberta', model.safetensors, vocab.json + merges.txt) nor a SavedModel directory "
+            "(saved_model.pb)."
+        )
+    raise UserError(f"Unknown encoder spec {spec!r}; {VALID_SPECS_HELP}.")
+
+
+def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
+    """Builds the sentence encoder a spec names, with its weights loaded.
+
+    Example:
+        >>> encoder = build_encoder(EncoderConfig(spec="minilm"))
+        >>> encoder.embed_strings(tf.constant(["A man plays a guitar."])).shape
+        TensorShape([1, 384])
+
+    Raises:
+        UserError: for an unknown spec or an inconsistent model directory.
+        FileNotFoundError: when a required file is missing.
+    """
+    precision_lib.check_precision(config.precision)
+    config = dataclasses.replace(config, spec=canonical_spec(config.spec))  # what the encoder records
+    source = locate_spec(config.spec)
+    if source.kind == "artifact":
+        return artifact.load(source.location, config)
+    return assemble(LOADERS[source.kind](source.location, config), config)
+
+
+__all__ = ["EncoderConfig", "FOLDER_KINDS", "LOADERS", "SentenceEncoder", "Source", "build_encoder", "locate_spec"]

@@ -1,0 +1,69 @@
+"""A model trained by train.py: its directory (`config.json` + `weights/`), found by run ID, `latest`
+or path. The encoder is rebuilt from what the run started from, with the run's trained weights."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, Tuple
+
+import tensorflow as tf
+from absl import logging
+
+from common.artifacts import join
+from common.models.encoder import USAGE_FIELDS, EncoderConfig, SentenceEncoder
+
+WEIGHTS_SUBDIR = "weights"
+
+
+def _read_json(path: str) -> Any:
+    with tf.io.gfile.GFile(path, "r") as f:
+        return json.load(f)
+
+
+def is_artifact_dir(path: str) -> bool:
+    """A model directory written by train.py: config.json with the encoder settings, and weights/."""
+    return tf.io.gfile.exists(join(path, "config.json")) and tf.io.gfile.isdir(join(path, WEIGHTS_SUBDIR))
+
+
+def trained_on(path: str) -> Tuple[str, ...]:
+    """The evaluation sets an artifact's training data overlapped (its config.json records them)."""
+    record = join(path, "config.json")
+    if not tf.io.gfile.exists(record):
+        return ()
+    return tuple(_read_json(record).get("trained_on_evaluation_data", ()))
+
+
+def load(path: str, config: EncoderConfig) -> SentenceEncoder:
+    """The encoder the run at `path` started from, with the run's trained weights.
+
+    The architecture, vocabulary, pooling and normalisation are the run's (pooling and
+    normalisation unless `config` sets them). How the encoder is used (USAGE_FIELDS) is
+    `config`'s alone: the length the run trained at, its `--dropout` and its precision
+    are recorded in its config.json, not inherited, so None takes the model's own
+    (`model_max_seq_len`, `model_dropout`: those of the model the run started from).
+    A Trans-Encoder run's bi-encoder is the encoder it holds beside the cross-encoder.
+    """
+    from common.models.sources import build_encoder  # the run's start is any source
+
+    saved = EncoderConfig(**_read_json(join(path, "config.json"))["encoder"])
+    usage = {k: getattr(config, k) for k in USAGE_FIELDS}
+    model = {k: v for k, v in (("pooling", config.pooling), ("normalize", config.normalize)) if v is not None}
+    encoder = build_encoder(dataclasses.replace(saved, **usage, **model))
+    prefix = tf.train.latest_checkpoint(join(path, WEIGHTS_SUBDIR))
+    if prefix is None:
+        raise FileNotFoundError(f"{path}/{WEIGHTS_SUBDIR}: no weights checkpoint; "
+                                "expected a model trained by train.py.")
+    names = [name for name, _ in tf.train.list_variables(prefix)]
+    layers = tf.train.Checkpoint(encoder=encoder)
+    if not any(n.startswith("model/encoder/") for n in names) and any(n.startswith("model/bi_encoder/") for n in names):
+        layers = tf.train.Checkpoint(bi_encoder=layers)  # a Trans-Encoder run: its bi-encoder beside the cross
+    status = tf.train.Checkpoint(model=layers).read(prefix).expect_partial()
+    status.assert_existing_objects_matched()
+    logging.info("Loaded the encoder of %s (%s).", path, prefix)
+    encoder.pretrained_head_checkpoint = prefix if any(n.startswith("model/mlm_head/") for n in names) else None
+    encoder.encoder_config = dataclasses.replace(encoder.encoder_config, spec=path)
+    # A run trains without the prompts of the folder it started from, and publishes an embedding
+    # SavedModel that pools every token: its encoder keeps neither.
+    encoder.prompts, encoder.default_prompt_name, encoder.include_prompt = {}, None, True
+    return encoder
