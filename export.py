@@ -19,7 +19,7 @@ from absl import app, flags
 from common import cli  # first: it quiets TensorFlow's start-up
 
 from common.errors import UserError
-from common.exporting import FORMATS, ExportConfig, export_model
+from common.export import FORMATS, ExportConfig, export_model
 from common.flags import define_model_flags
 
 define_model_flags(batch_size=False)

@@ -31,7 +31,7 @@ from common.data.sampling import StreamSampler, batches_dataset
 from common.evaluation.embedding import embed_sentences, score_sentence_pairs
 from common.evaluation.sts import cosine_scores
 from common.models.encoder import EncoderConfig, SentenceEncoder, build_encoder, inference_encoder
-from common.models.export import export_cross_encoder, export_encoder
+from common.export.saved_model import export_cross_encoder, export_encoder
 from common.training import registry
 from common.training.config import OptimizerSection, TrainConfig
 from common.training.loop import LoopConfig, Selection, weights_fingerprint

@@ -21,9 +21,9 @@ from common import artifacts
 from common.artifacts import LATEST, model_path
 from common.errors import UserError
 from common.evaluation.embedding import embed_sentences, score_sentence_pairs
+from common.export.saved_model import CROSS_INPUTS, CROSS_OUTPUT, LENGTH_ATTRIBUTE, SERVING_INPUT, SERVING_OUTPUT
 from common.models.encoder import (VALID_SPECS_HELP, EncoderConfig, SentenceEncoder, build_encoder, canonical_spec,
                                    is_artifact_dir, is_hf_bert_dir, is_saved_model_dir)
-from common.models.export import CROSS_INPUTS, CROSS_OUTPUT, LENGTH_ATTRIBUTE, SERVING_INPUT, SERVING_OUTPUT
 from common.models.precision import DEFAULT_PRECISION, check_precision, is_mixed
 
 EMBEDDING_SUBDIR = "embedding"
@@ -337,7 +337,7 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
     if path is not None:
         tflite = _tflite_file(path)
         if tflite is not None:
-            from common.models.tflite_export import TFLiteEmbedder
+            from common.export.tflite import TFLiteEmbedder
 
             _refuse_length(tflite, max_seq_len, None)
             return Embedder(name, tflite, TFLiteEmbedder(tflite), _trained_on(path))
@@ -374,7 +374,7 @@ def _raise_unknown_model(model: str, error: ValueError):
 
 def _tflite_file(path: str) -> Optional[str]:
     """The TFLite model `path` names (a `.tflite` file, or a folder holding `model.tflite`), else None."""
-    from common.models.tflite_export import TFLITE_FILE, is_tflite_file
+    from common.export.tflite import TFLITE_FILE, is_tflite_file
 
     for candidate in (path, artifacts.join(path, TFLITE_FILE)):
         if is_tflite_file(candidate):

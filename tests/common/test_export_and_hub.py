@@ -12,7 +12,7 @@ from packaging.requirements import Requirement
 
 from common.models.bert import BertBackbone, BertConfig
 from common.models.encoder import TINY_BERT, EncoderConfig, build_encoder, minilm_dir, randomize_weights
-from common.models.export import export_encoder
+from common.export.saved_model import export_encoder
 from fixtures import write_tfhub_bert
 
 SENTENCES = ["A man is playing a guitar.", "", "Crème brûlée, isn't it?"]
