@@ -19,14 +19,14 @@ from absl import app, flags
 from common import cli  # first: it quiets TensorFlow's start-up
 
 from common.errors import UserError
-from common.exporting import FORMATS, ExportConfig, export_model
+from common.export import FORMATS, QUANTIZATIONS, ExportConfig, export_model
 from common.flags import define_model_flags
 
 define_model_flags(batch_size=False)
 flags.DEFINE_enum("format", None, FORMATS, "sentence-transformers: a Hugging Face BERT folder with "
                   "sentence-transformers modules; tflite: one TFLite model, tokenizer inside.")
 flags.DEFINE_string("out", None, "Folder to write (local or gs://); it must not exist.")
-flags.DEFINE_enum("quantize", "none", ("none", "int8"), "TFLite weights: none (float32) or int8 (dynamic-range "
+flags.DEFINE_enum("quantize", "none", QUANTIZATIONS, "TFLite weights: none (float32) or int8 (dynamic-range "
                   "quantization: int8 weights, float activations). Only with --format=tflite.")
 FLAGS = flags.FLAGS
 
@@ -42,13 +42,13 @@ def main(argv):
                           gcs_bucket=FLAGS.gcs_bucket, max_seq_len=FLAGS.max_seq_len)
     record = export_model(config)
     encoder = record["encoder"]
-    print(f"exported {FLAGS.model} as {FLAGS.format} to {FLAGS.out} (pooling {encoder['pooling']}, normalize "
+    print(f"exported {config.model} as {config.format} to {config.out} (pooling {encoder['pooling']}, normalize "
           f"{encoder['normalize']}, max_seq_len {encoder['max_seq_len']}"
-          + (f", quantize {FLAGS.quantize})" if FLAGS.format == "tflite" else ")"))
+          + (f", quantize {config.quantize})" if config.format == "tflite" else ")"))
     print("| file | MB |\n| --- | --- |")
     for name, size in record["files"].items():
         print(f"| {name} | {size / 1e6:.2f} |")
-    print(f"next: python test_sts.py --model={FLAGS.out}")
+    print(f"next: python test_sts.py --model={config.out}")
     return 0
 
 

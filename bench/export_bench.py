@@ -51,10 +51,10 @@ def _exports(model: str, root: str):
     """Writes (once) and returns the paths of the SavedModel, HF folder and TFLite files of `model`."""
     from common.artifacts import model_path
     from common.models.sources.resolve import EMBEDDING_SUBDIR, resolve_encoder
-    from common.exporting import ExportConfig, export_model
+    from common.export import ExportConfig, export_model
     from common.models.sources.artifact import is_artifact_dir
-    from common.models.export import export_encoder
-    from common.models.tflite_export import TFLITE_FILE
+    from common.export.saved_model import export_encoder
+    from common.export.tflite import TFLITE_FILE
 
     path = model_path(model, FLAGS.artifacts_dir)
     if path is not None and is_artifact_dir(path):
@@ -131,7 +131,7 @@ def _compare(model: str):
     from common.evaluation.embedding import embed_sentences
     from common.models.sources.resolve import resolve_encoder, resolve_model, safe_name
     from common.evaluation.sts import cosine_scores, spearman100
-    from common.models.tflite_export import TFLiteEmbedder
+    from common.export.tflite import TFLiteEmbedder
 
     paths = _exports(model, os.path.join(FLAGS.work_dir, safe_name(model)))
     encoder = resolve_encoder(model, FLAGS.artifacts_dir)

@@ -602,7 +602,7 @@ def export_reference_cross(hf_folder: str, max_seq_len: int, out: str) -> str:
     from common.models import bert as bert_lib
     from common.models.encoder import EncoderConfig
     from common.models.sources import build_encoder
-    from common.models.export import export_cross_encoder
+    from common.export.saved_model import export_cross_encoder
     from trans_encoder_tf.model import CrossEncoderModel
 
     model = CrossEncoderModel(build_encoder(EncoderConfig(spec=hf_folder, max_seq_len=max_seq_len)))

@@ -32,7 +32,7 @@ from common.evaluation.embedding import embed_sentences, score_sentence_pairs
 from common.evaluation.sts import cosine_scores
 from common.models.encoder import EncoderConfig, SentenceEncoder, inference_encoder
 from common.models.sources import build_encoder
-from common.models.export import export_cross_encoder, export_encoder
+from common.export.saved_model import export_cross_encoder, export_encoder
 from common.training import registry
 from common.training.config import OptimizerSection, TrainConfig
 from common.training.loop import LoopConfig, Selection, weights_fingerprint

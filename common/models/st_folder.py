@@ -15,8 +15,8 @@ toolkit does not implement:
 - Dense (`<n>_Dense/config.json`; `model.safetensors` with `linear.weight` [out, in] and
   `linear.bias`): activation(x W^T + b) on the pooled embedding, any width, with or without bias,
   Tanh or Identity. CLS pooling followed by a square Dense with bias and Tanh is BERT's pooler: it
-  is read as pooling "pooler" (how `hf_export` writes that pooling). Weights kept only in
-  `pytorch_model.bin`, a residual connection, or a Dense after Normalize are refused.
+  is read as pooling "pooler" (how `common.export.sentence_transformers_folder` writes it). Weights
+  kept only in `pytorch_model.bin`, a residual connection, or a Dense after Normalize are refused.
 - Normalize: an empty folder (before ST 6), a folder with `config.json` (ST 6), or no folder.
 - The transformer's `sentence_bert_config.json`: `max_seq_length` before ST 6 (ST 6 writes none; the
   tokenizer's `model_max_length` holds the length, read by `common.models.encoder` for any folder)
@@ -294,7 +294,7 @@ def dense_layer(config: Mapping[str, Any], index: int) -> keras.layers.Dense:
 
 def dense_weight_map(layer: keras.layers.Dense) -> List[bert_lib.HFTensor]:
     """A Dense module's two PyTorch `Linear` tensors (`linear.weight` [out, in], `linear.bias`) and the
-    layer's variables holding them: what loading and `hf_export` both read."""
+    layer's variables holding them: what loading and exporting both read."""
     in_features, units = (int(d) for d in layer.kernel.shape)
     entries = [bert_lib.HFTensor("linear.weight", layer.kernel, (units, in_features), linear=True)]
     if layer.use_bias:

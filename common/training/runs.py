@@ -37,7 +37,7 @@ from common import artifacts, compat, figures
 from common.data.sources import evaluation_sets_in
 from common.errors import UserError
 from common.models.encoder import EncoderConfig, inference_encoder
-from common.models.export import export_encoder, export_pair_model, package_versions
+from common.export.saved_model import export_encoder, export_pair_model, package_versions
 from common.training import registry
 from common.training.config import BEST_METRICS, HELDOUT_PREFIX, STSB_DEV_METRIC, TrainConfig
 from common.training.curves import CURVES_FILE, plot_training_curves, read_scalars

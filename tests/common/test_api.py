@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from common import SentenceModel, artifacts, similarity
 from common.models.sources.resolve import resolve_model
-from common.models.export import save_encoder_artifact
+from common.export.saved_model import save_encoder_artifact
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SENTENCES = ["A man is playing a guitar.", "", "Crème brûlée, isn't it?",

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from common import artifacts
-from common.models.export import save_encoder_artifact
+from common.export.saved_model import save_encoder_artifact
 
 NOW = datetime.datetime(2026, 11, 22, 10, 15, 0)
 

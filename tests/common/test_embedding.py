@@ -55,7 +55,7 @@ def test_batches_hold_sentences_of_neighbouring_token_counts(tiny_encoder):
 
 def test_exported_and_resolved_models_carry_their_token_counter(tiny_encoder, tmp_path):
     from common.models.sources.resolve import resolve_model
-    from common.models.export import export_encoder
+    from common.export.saved_model import export_encoder
 
     path = str(tmp_path / "embedding")
     export_encoder(tiny_encoder, path)

@@ -15,7 +15,7 @@ from common.models.sources.names import TINY_BERT, minilm_dir
 from common.models.encoder import EncoderConfig
 from common.models.sources import build_encoder
 from common.models.sources.fresh import randomize_weights
-from common.models.export import export_encoder
+from common.export.saved_model import export_encoder
 from fixtures import write_tfhub_bert
 
 SENTENCES = ["A man is playing a guitar.", "", "Crème brûlée, isn't it?"]

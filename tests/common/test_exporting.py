@@ -17,13 +17,13 @@ import tensorflow as tf
 
 from common import SentenceModel
 from common.models.sources.resolve import resolve_encoder, resolve_model
-from common.exporting import ExportConfig, export_model
+from common.export import ExportConfig, export_model
 from common.models.bert import BertBackbone
 from common.models.encoder import SentenceEncoder
 from common.models.sources.names import minilm_dir
 from common.models.encoder import EncoderConfig
 from common.models.sources import build_encoder
-from common.models.hf_export import tokenizer_json, write_sentence_transformers
+from common.export.sentence_transformers_folder import tokenizer_json, write_sentence_transformers
 from common.models.tokenization import BertTokenizer, TokenizerConfig
 from common.training import registry
 from common.training.runs import train
@@ -230,7 +230,7 @@ def test_keras_hub_loads_the_folder(large_weights_export, trained_run, tmp_path)
 
 
 def test_a_tflite_export_matches_the_savedmodel(tmp_path):
-    from common.models.tflite_export import TFLITE_FILE, TFLiteEmbedder
+    from common.export.tflite import TFLITE_FILE, TFLiteEmbedder
 
     want = SentenceModel("random_tiny", max_seq_len=32).encode(SENTENCES)
     out = str(tmp_path / "tiny-tflite")
@@ -315,7 +315,7 @@ def test_export_settings_that_cannot_work_are_refused_before_anything_is_written
 
 
 def test_hub_backbones_are_refused_with_a_reason(tmp_path):
-    from common.models.hf_export import write_sentence_transformers
+    from common.export.sentence_transformers_folder import write_sentence_transformers
 
     class HubLike:
         handle = "https://tfhub.dev/example/bert/1"
@@ -336,7 +336,7 @@ def test_minilm_tflite_is_within_1e_4_of_the_encoder_on_sts_sentences(minilm_enc
 
     from common.data.sts import load_all
     from common.evaluation.embedding import embed_sentences
-    from common.models.tflite_export import TFLiteEmbedder, tflite_model
+    from common.export.tflite import TFLiteEmbedder, tflite_model
 
     sets = load_all(data_path)
     pool = sorted({s for group in sets.values() for pairs in group.values()

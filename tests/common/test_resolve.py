@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from common import artifacts
-from common.models.export import export_encoder, save_encoder_artifact
+from common.export.saved_model import export_encoder, save_encoder_artifact
 from common.artifacts import model_path
 from common.models.sources.resolve import resolve_model, safe_name
 
@@ -88,7 +88,7 @@ LONG = [" ".join(["guitar"] * 60) + " .", "a man plays a guitar .", " ".join(f"w
 def test_a_run_is_used_at_the_models_own_length_not_the_one_it_trained_at(tmp_path, monkeypatch):
     from common import SentenceModel
     from common.models.sources import resolve
-    from common.exporting import ExportConfig, export_model
+    from common.export import ExportConfig, export_model
     from common.models.encoder import EncoderConfig
     from common.models.sources import build_encoder
     from common.training import registry

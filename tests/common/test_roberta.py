@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from common.models.encoder import EncoderConfig, SentenceEncoder
 from common.models.sources import build_encoder
-from common.models.export import export_encoder
+from common.export.saved_model import export_encoder
 from common.models.masked_lm import MaskedLMHead
 from fixtures import write_hf_roberta_dir
 from numpy_bert import bert_last_hidden, bert_mean_pooled, mlm_logits
@@ -132,7 +132,7 @@ def test_bad_roberta_folders_are_one_line_errors(tmp_path):
 def test_sentence_transformers_export_loads_back_equal(tmp_path):
     from tokenizers import Tokenizer
 
-    from common.exporting import ExportConfig, export_model
+    from common.export import ExportConfig, export_model
 
     model_dir = write_hf_roberta_dir(str(tmp_path / "rb"))
     out = str(tmp_path / "st")

@@ -196,7 +196,7 @@ def test_berts_pooler_as_a_dense_module_stays_pooling_pooler_and_more_dense_foll
 
 
 def test_a_folder_with_dense_modules_exports_and_loads_back(hf_dir, tmp_path):
-    from common.models.hf_export import write_sentence_transformers
+    from common.export.sentence_transformers_folder import write_sentence_transformers
 
     prompts = {"prompts": {"query": "query: ", "document": ""}, "default_prompt_name": "query"}
     folder, _ = st_folder(tmp_path, hf_dir, "st", pooling={**ST6_MEAN, "include_prompt": False},
@@ -221,7 +221,7 @@ def test_a_folder_with_dense_modules_exports_and_loads_back(hf_dir, tmp_path):
 def test_a_runs_weights_hold_its_dense_modules(hf_dir, tmp_path):
     """A run trained from a folder with Dense modules checkpoints them: rebuilt from its weights/, it gives
     the trained embeddings, not the folder's."""
-    from common.models.export import save_encoder_artifact
+    from common.export.saved_model import save_encoder_artifact
 
     folder, _ = st_folder(tmp_path, hf_dir, "st", pooling=ST6_MEAN, dense=[(HIDDEN, 16, True, TANH)],
                           prompts={"prompts": {"query": "query: "}, "default_prompt_name": "query"})
@@ -296,7 +296,7 @@ def test_include_prompt_false_pools_without_the_prompts_tokens(hf_dir, tmp_path,
 def test_a_folder_saved_by_sentence_transformers_6_loads(hf_dir, tokens_out, tmp_path):
     """sentence-transformers 6 with transformers 5 writes no vocab.txt (tokenizer.json only) and no
     max_seq_length: the tokenizer's model_max_length holds the length, capped at the positions."""
-    from common.models.hf_export import tokenizer_json
+    from common.export.sentence_transformers_folder import tokenizer_json
 
     folder, _ = st_folder(tmp_path, hf_dir, "st6", pooling=ST6_MEAN, normalize="config",
                           prompts={"prompts": {"query": "", "document": ""}, "default_prompt_name": None})

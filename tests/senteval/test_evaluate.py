@@ -214,7 +214,7 @@ def test_script_rejects_bad_input_before_loading_the_model(tmp_path):
 
 
 def test_script_refuses_tasks_the_model_was_trained_on(tmp_path, tiny_encoder):
-    from common.models.export import save_encoder_artifact
+    from common.export.saved_model import save_encoder_artifact
 
     data = write_senteval_root(str(tmp_path / "data"))
     run_id = "20260101-000000"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common.models.export import export_cross_encoder
+from common.export.saved_model import export_cross_encoder
 from common.training import registry
 from trans_encoder_tf.data import deduplicate, load_pairs, read_pair_file, sts_sickr_pairs
 from trans_encoder_tf.method import DevScorer, build_phase_model, phase_loop, smoke

@@ -1,6 +1,9 @@
 """Exported models: a SavedModel that embeds sentences (a run's `embedding/`, export.py's), a
 cross-encoder SavedModel ((sentence1, sentence2) -> score) and a TFLite model with its tokenizer
-inside. Each computes as it was exported: in float32, at the length it records."""
+inside. Each computes as it was exported: in float32, at the length it records.
+
+`common.export` writes these formats and itself builds encoders from this room, so its names are
+imported where they are used."""
 
 from __future__ import annotations
 
@@ -9,7 +12,6 @@ from typing import Optional
 import tensorflow as tf
 
 from common.artifacts import join
-from common.models.export import CROSS_INPUTS, CROSS_OUTPUT, LENGTH_ATTRIBUTE, SERVING_INPUT, SERVING_OUTPUT
 
 
 def is_saved_model_dir(path: str) -> bool:
@@ -18,6 +20,8 @@ def is_saved_model_dir(path: str) -> bool:
 
 def embedding_saved_model(path: str):
     """Loads `path`; returns (its embedding function, or None if it is not one of ours; the SavedModel)."""
+    from common.export.saved_model import SERVING_INPUT, SERVING_OUTPUT
+
     loaded = tf.saved_model.load(path)
     signature = getattr(loaded, "signatures", {}).get("serving_default")
     if signature is None:
@@ -42,6 +46,8 @@ def embedding_saved_model(path: str):
 
 def cross_saved_model(path: str):
     """Loads `path`; returns its (sentence1, sentence2) -> score function, or None if it is not a cross-encoder."""
+    from common.export.saved_model import CROSS_INPUTS, CROSS_OUTPUT
+
     loaded = tf.saved_model.load(path)
     signature = getattr(loaded, "signatures", {}).get("serving_default")
     if signature is None:
@@ -63,13 +69,15 @@ def cross_saved_model(path: str):
 def exported_length(loaded) -> Optional[int]:
     """The length an embedding SavedModel truncates at, where it records one (exports
     of this toolkit since they record it; older ones and foreign models do not)."""
+    from common.export.saved_model import LENGTH_ATTRIBUTE
+
     length = getattr(loaded, LENGTH_ATTRIBUTE, None)
     return None if length is None else int(length.numpy())
 
 
 def tflite_file(path: str) -> Optional[str]:
     """The TFLite model `path` names (a `.tflite` file, or a folder holding `model.tflite`), else None."""
-    from common.models.tflite_export import TFLITE_FILE, is_tflite_file
+    from common.export.tflite import TFLITE_FILE, is_tflite_file
 
     for candidate in (path, join(path, TFLITE_FILE)):
         if is_tflite_file(candidate):
@@ -79,6 +87,6 @@ def tflite_file(path: str) -> Optional[str]:
 
 def tflite_embedder(path: str):
     """The embedding function of the TFLite model at `path` (`tflite_file`)."""
-    from common.models.tflite_export import TFLiteEmbedder
+    from common.export.tflite import TFLiteEmbedder
 
     return TFLiteEmbedder(path)

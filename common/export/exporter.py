@@ -1,5 +1,5 @@
-"""Export any `--model` for other ecosystems: a sentence-transformers (Hugging Face BERT)
-folder, or a TFLite model with the tokenizer inside. `export.py` is its command line.
+"""`export_model(ExportConfig)`: any `--model` to a sentence-transformers (Hugging Face BERT)
+folder or a TFLite model with the tokenizer inside. `export.py` is its command line.
 
 Every export is written to a temporary folder and renamed into place
 (`common.artifacts.write_atomically`), never over an existing one, with an
@@ -15,6 +15,9 @@ import tensorflow as tf
 
 from common import artifacts
 from common.errors import UserError
+from common.export.saved_model import package_versions
+from common.export.sentence_transformers_folder import write_sentence_transformers
+from common.export.tflite import QUANTIZATIONS, TFLITE_FILE, tflite_model
 from common.models.bpe_tokenization import ByteLevelBpeTokenizer
 from common.models.sources.names import canonical_spec
 
@@ -51,8 +54,6 @@ class ExportConfig:
 
     def validate(self) -> None:
         """Raises UserError for settings that cannot go together, before anything is loaded."""
-        from common.models.tflite_export import QUANTIZATIONS
-
         if self.format not in FORMATS:
             raise UserError(f"--format must be one of {', '.join(FORMATS)}; got {self.format!r}.")
         if self.quantize not in QUANTIZATIONS:
@@ -78,8 +79,7 @@ def export_model(config: ExportConfig) -> Dict[str, Any]:
             encoder to export (see `resolve_encoder`).
         FileNotFoundError: for a run ID or path that does not exist.
     """
-    from common.models.sources.resolve import resolve_encoder
-    from common.models.export import package_versions
+    from common.models.sources.resolve import resolve_encoder  # here, not above: resolve imports common.export
 
     config.validate()
     if tf.io.gfile.exists(config.out):
@@ -98,16 +98,12 @@ def export_model(config: ExportConfig) -> Dict[str, Any]:
                          "built-in ops; this encoder tokenizes with byte-level BPE (RoBERTa): use "
                          "--format=sentence-transformers.")
     if config.format == "tflite":
-        from common.models.tflite_export import TFLITE_FILE, tflite_model
-
         content = tflite_model(encoder, config.quantize)  # converted before anything is written
 
         def write_format(tmp: str) -> None:
             with tf.io.gfile.GFile(artifacts.join(tmp, TFLITE_FILE), "wb") as f:
                 f.write(content)
     else:
-        from common.models.hf_export import write_sentence_transformers
-
         def write_format(tmp: str) -> None:
             write_sentence_transformers(encoder, tmp)
 
@@ -120,7 +116,7 @@ def export_model(config: ExportConfig) -> Dict[str, Any]:
     if config.format == "tflite":
         record["quantize"] = config.quantize
         record["tokenizer"] = ("tensorflow-text FastBertTokenizer (NFKC lower-casing); see "
-                               "common/models/tflite_export.py for how it differs from the SavedModel's")
+                               "common/export/tflite.py for how it differs from the SavedModel's")
 
     def write(tmp: str) -> None:
         write_format(tmp)

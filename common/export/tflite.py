@@ -34,7 +34,7 @@ import tensorflow_text as tf_text
 from common import compat
 from common.errors import UserError
 from common.models.encoder import SentenceEncoder
-from common.models.export import SERVING_INPUT, SERVING_OUTPUT
+from common.export.saved_model import SERVING_INPUT, SERVING_OUTPUT
 
 TFLITE_FILE = "model.tflite"
 QUANTIZATIONS = ("none", "int8")

@@ -1,6 +1,7 @@
-"""Export a sentence encoder as a SavedModel: 1-D tf.string batch -> embeddings.
+"""The SavedModels a run publishes: a sentence encoder's (1-D tf.string batch -> embeddings),
+a sentence-pair model's and a cross-encoder's ((sentence1, sentence2) -> scores).
 
-The SavedModel needs only `tensorflow` and `tensorflow_text` (for the tokenizer
+The embedding SavedModel needs only `tensorflow` and `tensorflow_text` (for the tokenizer
 ops) to load: `tf.saved_model.load(path).signatures["serving_default"](sentences=...)`
 or `hub.load(path)(sentences)`. Only the raw tf.Variables are tracked, so the
 weights are stored once (Keras' ExportArchive stores MiniLM's twice: 176 MB vs 90 MB).
@@ -28,8 +29,11 @@ import tensorflow as tf
 from common import artifacts, compat
 from common.models.encoder import SentenceEncoder, float32_encoder, inference_encoder
 
+# The serving signatures: an embedding SavedModel's, and a cross-encoder's.
 SERVING_INPUT = "sentences"
 SERVING_OUTPUT = "embeddings"
+CROSS_INPUTS = ("sentence1", "sentence2")
+CROSS_OUTPUT = "score"
 # The root attribute holding the length the SavedModel truncates at ([CLS] and [SEP] included).
 LENGTH_ATTRIBUTE = "max_seq_len"
 
@@ -156,10 +160,6 @@ def export_pair_model(model, path: str, outputs: Tuple[str, ...] = ("logits", "c
 
     root.serve = serve
     tf.saved_model.save(root, path, signatures={"serving_default": serve})
-
-
-CROSS_INPUTS = ("sentence1", "sentence2")
-CROSS_OUTPUT = "score"
 
 
 def export_cross_encoder(models, path: str) -> None:
