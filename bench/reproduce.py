@@ -87,6 +87,9 @@ def define_flags() -> None:
     flags.DEFINE_list("senteval_seeds", ["0"], "Seeds whose models get SentEval too.")
     flags.DEFINE_list("senteval_percentages", ["5", "100"], "Label percentages whose PAUSE and supervised-only models "
                       "get SentEval (for --senteval_seeds).")
+    flags.DEFINE_bool("relink_claims", False, "Only rewrite the claim lines of --results_dir's page from its "
+                      "results.json, with the training-parity rows now recorded (docs/benchmarks/parity); train "
+                      "and score nothing. For a page whose runs are no longer on disk.")
 
 
 NLI_OFFLINE = ("senteval:dev", "senteval:test")
@@ -390,6 +393,9 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
                              "--helpshort lists them.")
+    if FLAGS.relink_claims:
+        print(relink_claims(FLAGS.results_dir, pages.command("bench.reproduce")))
+        return
     pilot_lrs = learning_rates("pilot_lrs", FLAGS.pilot_lrs)
     simcse_lrs = learning_rates("simcse_lrs", FLAGS.simcse_lrs)
     if FLAGS.start and not os.path.isdir(FLAGS.start):  # before the ladder makes its artifacts directory
@@ -507,6 +513,100 @@ PAUSE_PAPER_CLAIM = ("The PAUSE paper's per-percentage STS tables were not avail
                      "sometimes surpasses, state-of-the-art results using only a small fraction of labeled sentence "
                      "pairs\" (Cao et al., EMNLP 2021), with released checkpoints at 1, 5, 10, 30, 50, 70 and 100 % "
                      "of the NLI labels.")
+
+
+# The training-parity rows (`bench.parity`, docs/benchmarks/parity/) that speak for the implementation behind a
+# claim, by the claim's first words: a claim that did not hold at this scale reads beside whether the method,
+# trained here, ends where a reference trainer ends from the same start.
+PARITY_OF_CLAIM = (("PAUSE", ("pause",)), ("SimCSE sup", ("simcse_sup", "simcse_unsup")),
+                   ("SimCSE unsup", ("simcse_unsup",)), ("DeCLUTR", ("declutr",)),
+                   ("Trans-Encoder", ("trans_encoder",)))
+PARITY_PAGE = "../parity/README.md"  # from docs/benchmarks/<ladder>/README.md
+PARITY_RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                              "docs", "benchmarks", "parity", "results.json")
+
+
+def _slug(title: str) -> str:
+    """A heading's anchor as GitHub writes it."""
+    kept = "".join(c for c in title.lower() if c.isalnum() or c in " -")
+    return kept.replace(" ", "-")
+
+
+def parity_note(claim: str, parity: Dict[str, Any], page: str) -> str:
+    """What the parity page says of the implementation behind `claim` (empty when no row speaks for it).
+
+    Args:
+        claim: str. The claim's text.
+        parity: dict. The parity benchmark's results.json (empty: not run).
+        page: str. The parity page's path relative to the ladder page.
+    """
+    from bench.parity import METRICS, compare
+
+    rows = next((rows for prefix, rows in PARITY_OF_CLAIM if claim.startswith(prefix)), ())
+    start = os.path.basename(str(parity.get("settings", {}).get("start", ""))) or "one start on both sides"
+    parts = []
+    for key in rows:
+        if key == "declutr":
+            parts.append(f"no reference trainer exists ([DeCLUTR]({page}#declutr)): its loss and span sampler are "
+                         "checked against NumPy and the official sampler")
+        elif key == "pause":
+            cases = (parity.get("pause") or {}).get("cases", [])
+            if cases:
+                equal = [c["name"] for c in cases if c["outcome"] == "EQUAL"]
+                other = [f"{c['name']}: {c['outcome']}" for c in cases if c["outcome"] != "EQUAL"]
+                parts.append(f"[PAUSE]({page}#pause): one step's loss and head gradients equal to the official "
+                             f"code's on {', '.join(equal) or 'no batch'}"
+                             + (f" ({'; '.join(other)}, see the row)" if other else ""))
+        elif key in parity.get("rows", {}):
+            record = parity["rows"][key]
+            title, (metric, metric_title) = record["title"], METRICS[0]
+            for row in record.get("page_rows", [{"key": key, "title": title}]):
+                found = compare(record["scores"].get(row["key"], {}), metric)
+                if found is not None:
+                    parts.append(f"[{row['title']}]({page}#{_slug(title)}) from {start}: {metric_title} "
+                                 f"{found.side('toolkit')} (toolkit) vs {found.side('reference')} (reference), "
+                                 f"{found.outcome}")
+    return f" Training parity: {'; '.join(parts)}." if parts else ""
+
+
+def claim_lines(found: List[verdicts.Verdict], parity: Dict[str, Any], page: str) -> List[str]:
+    return [v.line() + parity_note(v.claim, parity, page) for v in found]
+
+
+def relink_claims(results_dir: str, command: str) -> str:
+    """Rewrites the claim lines of the page in `results_dir` (README.md) from its results.json, each with its
+    training-parity note; the rest of the page is left as written. Returns the new claim lines."""
+    page, record = os.path.join(results_dir, "README.md"), os.path.join(results_dir, "results.json")
+    if not (os.path.exists(page) and os.path.exists(record)):
+        raise FileNotFoundError(f"--results_dir={results_dir}: expected README.md and results.json of a ladder page.")
+    with open(record) as f:
+        found = [verdicts.Verdict(c["claim"], c["outcome"], c["detail"]) for c in json.load(f)["claims"]]
+    with open(page) as f:
+        lines = f.read().split("\n")
+    starts = [f"- {v.claim}: **" for v in found]
+    at = [i for i, line in enumerate(lines) if any(line.startswith(p) for p in starts)]
+    if len(at) != len(found):
+        raise UserError(f"{page}: found {len(at)} of its {len(found)} claim lines; regenerate the page instead.")
+    new = claim_lines(found, read_parity(), PARITY_PAGE)
+    for i, line in zip(at, new):
+        lines[i] = line
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    note = f"- Claim lines linked to training parity by `{command}`, {when}"
+    header_end = lines.index("", next(i for i, line in enumerate(lines) if line.startswith("- Command:")))
+    lines = [line for line in lines[:header_end] if not line.startswith("- Claim lines linked")] + [note] + \
+        lines[header_end:]
+    with open(page, "w") as f:
+        f.write("\n".join(lines))
+    return "\n".join(new)
+
+
+def read_parity(path: str = None) -> Dict[str, Any]:
+    """The parity benchmark's results.json (`path`, default PARITY_RESULTS), or {} where it has not been written."""
+    path = path or PARITY_RESULTS
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        return json.load(f)
 
 
 def _mean_std(values: List[float]) -> str:
@@ -808,7 +908,8 @@ def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, comm
     lines += ["Scores: Spearman x100 of cosine similarity; STS avg over STS12-16, STS-B test and SICK-R test; "
               "every model scored on untruncated sentences. Trained rows: mean ± sample sd over seeds. Settings "
               "were chosen on STS-B dev and held-out masked-LM loss only.", "", report(scores), "",
-              "## Claims", "", verdicts.RULES, "", *[v.line() for v in found], "", PAUSE_PAPER_CLAIM, ""]
+              "## Claims", "", verdicts.RULES, "", *claim_lines(found, read_parity(), PARITY_PAGE), "",
+              PAUSE_PAPER_CLAIM, ""]
     first = _first_run_start(runs_root)
     meta = scores.get("_meta", {})
     trained = sum(e.get("train_seconds", 0.0) for k, e in scores.items() if isinstance(e, dict) and k != "_meta")

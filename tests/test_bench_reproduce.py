@@ -236,3 +236,42 @@ def test_an_invocation_records_its_time_while_a_long_run_saves_nothing(tmp_path)
     saved = json.load(open(tmp_path / "scores.json"))
     (record,) = saved["_meta"]["invocations"].values()
     assert record["seconds"] >= 0.5 and saved["raw (mean)"] == {"sts_avg": 1.0}
+
+
+PARITY = {"settings": {"start": "<data_path>/starts/bert_mini_books"},
+          "rows": {"simcse_unsup": {"title": "SimCSE unsup (mean pooling)",
+                                    "page_rows": [{"key": "simcse_unsup", "title": "SimCSE unsup (mean pooling)"}],
+                                    "scores": {"simcse_unsup": {
+                                        "0": {"toolkit": {"sts_avg": 58.0}, "reference": {"sts_avg": 58.1}},
+                                        "1": {"toolkit": {"sts_avg": 58.3}, "reference": {"sts_avg": 57.9}}}}}},
+          "pause": {"cases": [{"name": "mixed batch", "outcome": "EQUAL"},
+                              {"name": "all-unlabelled batch", "outcome": "DIFFERENT"}]}}
+
+
+def test_each_claim_line_carries_the_parity_row_of_its_method(tmp_path):
+    from bench import reproduce, verdicts
+
+    note = reproduce.parity_note("SimCSE unsup at least 5 points above the raw model", PARITY, "../parity/README.md")
+    assert note == (" Training parity: [SimCSE unsup (mean pooling)](../parity/README.md#simcse-unsup-mean-pooling) "
+                    "from bert_mini_books: STS avg 58.15 ± 0.21 (toolkit) vs 58.00 ± 0.14 (reference), EQUAL.")
+    assert "equal to the official code's on mixed batch (all-unlabelled batch: DIFFERENT, see the row)" in \
+        reproduce.parity_note("PAUSE above supervised-only", PARITY, "p.md")
+    assert "no reference trainer exists" in reproduce.parity_note("DeCLUTR (contrastive + MLM) above", PARITY, "p.md")
+    assert reproduce.parity_note("The pretrained start above TF-IDF cosine", PARITY, "p.md") == ""
+    assert reproduce.parity_note("SimCSE sup above SimCSE unsup", {}, "p.md") == ""  # parity not run yet
+    # A page whose runs are gone gets its claim lines linked from its results.json, the rest kept.
+    found = [verdicts.Verdict("SimCSE unsup at least 5 points above the raw model", verdicts.NOT_HELD, "47 vs 53")]
+    page = ["# Reproduction ladder: results", "", "Written by x", "", "- Command: `c`", "- Written: then", "",
+            "table", "", found[0].line(), "", "tail"]
+    (tmp_path / "README.md").write_text("\n".join(page))
+    (tmp_path / "results.json").write_text(json.dumps({"claims": [vars(v) for v in found]}))
+    parity = tmp_path / "parity.json"
+    parity.write_text(json.dumps(PARITY))
+    reproduce.PARITY_RESULTS, saved = str(parity), reproduce.PARITY_RESULTS
+    try:
+        reproduce.relink_claims(str(tmp_path), "python -m bench.reproduce --relink_claims")
+    finally:
+        reproduce.PARITY_RESULTS = saved
+    lines = (tmp_path / "README.md").read_text().split("\n")
+    assert lines[6].startswith("- Claim lines linked to training parity by `python -m bench.reproduce")
+    assert lines[10] == found[0].line() + note and lines[-1] == "tail" and lines[:6] == page[:6]
