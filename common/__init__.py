@@ -16,11 +16,17 @@
 - `common.errors`: `UserError`, raised for input the user gave that is wrong (a
   `ValueError`); `from common import UserError` works too.
 
-Only `common.errors` (no dependencies) is imported here, so `import common.training` never
+Only TensorFlow (loaded quietly: `common.quiet`, so that a notebook or script on a CPU machine shows
+no CUDA or CPU-feature lines) and `common.errors` are loaded here, so `import common.training` never
 loads an evaluator: the two API names are looked up in `common.api` when first used (PEP 562).
 """
 
-from common.errors import UserError
+from common import quiet
+
+if not quiet.VERBOSE_REQUESTED:
+    quiet.load_tensorflow()
+
+from common.errors import UserError  # noqa: E402
 
 _API = ("SentenceModel", "similarity")
 __all__ = [*_API, "UserError"]

@@ -19,8 +19,8 @@ from typing import Any, Dict, Optional, Sequence, Union
 import numpy as np
 
 from common.errors import UserError
-from common.models.sources.resolve import resolve_model
 from common.models.precision import DEFAULT_PRECISION
+from common.models.sources.resolve import resolve_model
 
 # torch.nn.functional.normalize's default, which sentence-transformers' cos_sim uses:
 # a zero vector gets similarity 0 to everything instead of NaN.

@@ -1,6 +1,6 @@
 """What every script shares: a quiet TensorFlow start-up and one clean exit for user errors.
 
-Import this module before anything that imports TensorFlow (it sets TF_CPP_MIN_LOG_LEVEL),
+Import this module before anything that imports TensorFlow (it loads it quietly: `common.quiet`),
 and start the script with `cli.run(main)` instead of `app.run(main)`.
 
 A user error (`common.errors.UserError`, a command line absl cannot parse or `app.UsageError`,
@@ -13,49 +13,14 @@ code is 1.
 from __future__ import annotations
 
 import os
+import sys
+from typing import Callable
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # read once, when TensorFlow's C++ core loads
+from absl import app, flags
 
-import sys  # noqa: E402
-from typing import Callable  # noqa: E402
+from common import quiet  # importing `common` has loaded TensorFlow quietly
 
-from absl import app, flags  # noqa: E402
-
-# Flags are parsed later, but TensorFlow loads as the script's modules import.
-VERBOSE_REQUESTED = any(arg in ("--verbose", "--verbose=true", "--verbose=True") for arg in sys.argv[1:])
-
-
-def _load_tensorflow_quietly() -> None:
-    """Imports TensorFlow and lists its physical devices with file descriptor 2 pointed at /dev/null.
-
-    TensorFlow 2.21 writes its start-up lines (CUDA probing, CPU features, "All log messages
-    before absl::InitializeLog()") through C++ logging before TF_CPP_MIN_LOG_LEVEL applies;
-    only the descriptor itself can hold them back. The CUDA driver probe of a machine without
-    a GPU ("failed call to cuInit: ... CUDA error") is logged at ERROR level when the devices
-    are first listed, which would otherwise be the script's first TensorFlow operation.
-    Python errors still surface afterwards.
-    """
-    try:
-        fd = sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):  # no real stderr (e.g. captured in a notebook)
-        return
-    sys.stderr.flush()
-    saved, devnull = os.dup(fd), os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, fd)
-    try:
-        import tensorflow
-
-        # Listing the physical devices probes the platforms (CUDA included) without initialising the
-        # runtime: a MultiWorkerMirroredStrategy, which must come first, can still be created.
-        tensorflow.config.list_physical_devices()
-    finally:
-        os.dup2(saved, fd)
-        os.close(saved)
-        os.close(devnull)
-
-
-if not VERBOSE_REQUESTED:
-    _load_tensorflow_quietly()
+VERBOSE_REQUESTED = quiet.VERBOSE_REQUESTED
 
 from common.errors import UserError  # noqa: E402
 

@@ -3,6 +3,7 @@
 import functools
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -195,6 +196,19 @@ def test_scripts_start_without_tensorflow_noise(script):
     proc = _helpshort(script)
     assert proc.stdout.count("--") > 3 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert not any(s in proc.stderr for s in TENSORFLOW_NOISE), proc.stderr
+
+
+def test_the_python_api_loads_and_encodes_without_tensorflow_lines(tmp_path):
+    """As in a notebook: `from common import SentenceModel` and a first encode print no TensorFlow start-up
+    lines and none of its C++ E/W lines (the first ragged op's false "oneDNN supports DT_INT64 only on
+    platforms with AVX-512" included), without TF_CPP_MIN_LOG_LEVEL set by the user."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    code = "from common import SentenceModel; print(SentenceModel('random_tiny').encode(['a b c', 'd']).shape)"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=str(tmp_path), capture_output=True, text=True,
+                          env={**env, "PYTHONPATH": ROOT})
+    assert proc.returncode == 0 and proc.stdout.strip() == "(2, 32)", proc.stderr[-2000:]
+    lines = [line for line in proc.stderr.splitlines() if re.match(r"[EWF]\d{4} ", line)]
+    assert not lines and not any(s in proc.stderr for s in TENSORFLOW_NOISE), proc.stderr
 
 
 LOAD_PLAIN = """
