@@ -87,6 +87,9 @@ def define_flags() -> None:
     flags.DEFINE_list("senteval_seeds", ["0"], "Seeds whose models get SentEval too.")
     flags.DEFINE_list("senteval_percentages", ["5", "100"], "Label percentages whose PAUSE and supervised-only models "
                       "get SentEval (for --senteval_seeds).")
+    flags.DEFINE_integer("probe_steps", 0, "Time this many training steps of each planned row that has no score "
+                         "yet (seed 0, its own settings), so that the page says the CPU time it would need; 0: "
+                         "none.", lower_bound=0)
     flags.DEFINE_bool("relink_claims", False, "Only rewrite the claim lines of --results_dir's page from its "
                       "results.json, with the training-parity rows now recorded (docs/benchmarks/parity); train "
                       "and score nothing. For a page whose runs are no longer on disk.")
@@ -94,6 +97,28 @@ def define_flags() -> None:
 
 NLI_OFFLINE = ("senteval:dev", "senteval:test")
 PERCENT_ROWS = ("pause", "supervised")
+
+
+def step_seconds(log_dir: str) -> Dict[str, float]:
+    """Median seconds per training step of each phase of a run ("" for a run without phases), from the wall
+    times of its logged losses (`--log_every=1`); the first logged step, which compiles, is left out."""
+    import numpy as np
+    import tensorflow as tf
+    from tensorflow.core.util import event_pb2
+
+    found = {}
+    for folder, _, files in tf.io.gfile.walk(log_dir):
+        times: Dict[int, float] = {}
+        for name in sorted(f for f in files if "tfevents" in f):
+            for record in tf.data.TFRecordDataset(os.path.join(folder, name)):
+                event = event_pb2.Event.FromString(record.numpy())
+                if any(v.tag == "train/loss" for v in event.summary.value):
+                    times[int(event.step)] = event.wall_time
+        steps = sorted(times)[1:]
+        if len(steps) >= 3:
+            gaps = [(times[b] - times[a]) / (b - a) for a, b in zip(steps, steps[1:])]
+            found[os.path.relpath(folder, log_dir).replace(".", "")] = round(float(np.median(gaps)), 4)
+    return found
 
 
 class Ladder:
@@ -333,6 +358,29 @@ class Ladder:
 
         self.scores = self._write(update)
 
+    def probe(self, name: str, method: str, settings: Dict[str, Any], steps: int) -> Dict[str, float]:
+        """Seconds per training step of `name`'s settings, over `steps` steps of a throw-away run (cached in
+        scores.json under `_probes`); for the page's estimate of a row not run yet. {phase: seconds}."""
+        from common.training.registry import build_config
+        from common.training.runs import train
+
+        cached = self.scores.get("_probes", {}).get(name)
+        if cached and cached.get("steps") == steps:
+            return cached["seconds_per_step"]
+        root = os.path.join(self.root, "probes", name)
+        if os.path.isdir(root):
+            import shutil
+
+            shutil.rmtree(root)  # a probe killed midway starts over: it is short
+        config = build_config(method, {**settings, "checkpoint_every": 10 ** 6, "log_every": 1,
+                                       "eval_each_epoch": False, "train_epochs": 1, "train_steps_per_epoch": steps,
+                                       "data_path": self.data_path, "artifacts_dir": root})
+        result = train(config)
+        found = step_seconds(os.path.join(root, "log", result["run_id"]))
+        self.scores.setdefault("_probes", {})[name] = dict(steps=steps, seconds_per_step=found)
+        self._save("_probes")
+        return found
+
     def keep_time(self, every: float = 300.0) -> None:
         """Records this invocation's interval every `every` seconds from a daemon thread, so one killed in a
         long run (a pretraining saves no result for hours) still counts the time it ran. It writes only its own
@@ -499,9 +547,70 @@ def main(argv):
             ladder.record_phases(name, te)
             ladder.score(f"trans_encoder bi seed {seed}", te, senteval=False)
             ladder.score_cross(f"trans_encoder cross seed {seed}", te)
+    if FLAGS.probe_steps:
+        probe_missing_rows(ladder, raw, lr, seeds, dict(simcse_settings["sup"], train_lr=lr))
     results = write_results(ladder.scores, FLAGS.artifacts_dir, FLAGS.results_dir, pages.command("bench.reproduce"))
     print(results)
     print(f"wall time this invocation: {time.time() - began:.0f} s")
+
+
+def probe_missing_rows(ladder: Ladder, raw: str, lr: float, seeds: List[int], simcse_sup: Dict[str, Any]) -> None:
+    """For each family of planned rows some of which have no score yet, the seconds per step of its settings
+    (`Ladder.probe`, seed 0) and what the rows would need, under `_not_run` for the page."""
+    pause = dict(model=raw, train_data=NLI_OFFLINE, batch_size=64, max_seq_len=64, train_lr=lr, prior=1 / 3,
+                 pos_sample_prec=5.0)
+    pcts = FLAGS.percentages
+    plan = {
+        "simcse unsup": ("simcse", dict(model=raw, train_lr=lr), [f"simcse unsup seed {s}" for s in seeds],
+                         FLAGS.simcse_steps),
+        "simcse sup": ("simcse", {k: v for k, v in simcse_sup.items() if k not in ("eval_every", "publish_best")},
+                       [f"simcse sup seed {s}" for s in seeds], FLAGS.simcse_steps),
+        "pause": ("pause", pause, [f"pause {p}% seed {s}" for s in seeds for p in pcts], FLAGS.pause_steps),
+        "supervised": ("pause", dict(pause, annealing="off", labeled_batch_fraction=1.0),
+                       [f"supervised {p}% seed {s}" for s in seeds for p in pcts], FLAGS.pause_steps),
+        "declutr": ("declutr", dict(model=raw, batch_size=8, max_seq_len=128, min_span_len=16, max_span_len=96,
+                                    train_lr=lr),
+                    [f"declutr {v} seed {s}" for s in seeds for v in ("contrastive + MLM", "contrastive only",
+                                                                       "MLM only")], FLAGS.declutr_steps),
+        "trans_encoder": ("trans_encoder", dict(model=raw, cycles=1, train_lr=lr, cross_lr=lr),
+                          [f"trans_encoder seed {s}" for s in seeds], FLAGS.te_steps),
+    }
+    not_run = {}
+    for family, (method, settings, rows, steps) in plan.items():
+        missing = [row for row in rows if "sts_avg" not in ladder.scores.get(row, {})]
+        if not missing:
+            continue
+        per_step = ladder.probe(family, method, settings, FLAGS.probe_steps)
+        # A Trans-Encoder cycle runs a cross-encoder phase and a bi-encoder phase of `steps` each.
+        cycles = FLAGS.te_cycles if family == "trans_encoder" else 1
+        seconds = cycles * steps * sum(per_step.values())
+        not_run[family] = dict(rows=missing, steps=steps, cycles=cycles, seconds_per_step=per_step,
+                               seconds_per_row=round(seconds, 1), probe_steps=FLAGS.probe_steps)
+    ladder.scores["_not_run"] = not_run
+    ladder._save("_not_run")
+
+
+def not_run_lines(scores: Dict[str, Any]) -> List[str]:
+    """The page's account of the planned rows not run yet, with the training time they would need here."""
+    found = scores.get("_not_run", {})
+    if not found:
+        return []
+    lines = ["## Not run yet", "",
+             "Rows the ladder plans that have no score yet, each with the training time it would need on this "
+             "machine: its steps times the seconds per step measured over a short run of its settings (seed 0, "
+             "the first step left out); STS-B dev evaluations during training and the scoring of each model come "
+             "on top.", ""]
+    total = 0.0
+    for family, entry in found.items():
+        per = ", ".join(f"{phase or 'training'} {sec:.3g} s" for phase, sec in entry["seconds_per_step"].items())
+        seconds = entry["seconds_per_row"] * len(entry["rows"])
+        total += seconds
+        cycles = f"{entry['cycles']} cycles of " if entry["cycles"] > 1 else ""
+        lines.append(f"- {family}: {len(entry['rows'])} rows ({', '.join(entry['rows'])}), each {cycles}"
+                     f"{entry['steps']} steps at {per} per step (measured over {entry['probe_steps']} steps): "
+                     f"about {seconds / 3600:.1f} h of training in all.")
+    lines += ["", f"In all: about {total / 3600:.1f} h of training on this machine.", ""]
+    return lines
 
 
 # === Results: table, claims, plots ===
@@ -909,7 +1018,7 @@ def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, comm
               "every model scored on untruncated sentences. Trained rows: mean ± sample sd over seeds. Settings "
               "were chosen on STS-B dev and held-out masked-LM loss only.", "", report(scores), "",
               "## Claims", "", verdicts.RULES, "", *claim_lines(found, read_parity(), PARITY_PAGE), "",
-              PAUSE_PAPER_CLAIM, ""]
+              PAUSE_PAPER_CLAIM, "", *not_run_lines(scores)]
     first = _first_run_start(runs_root)
     meta = scores.get("_meta", {})
     trained = sum(e.get("train_seconds", 0.0) for k, e in scores.items() if isinstance(e, dict) and k != "_meta")

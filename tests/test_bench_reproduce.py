@@ -275,3 +275,29 @@ def test_each_claim_line_carries_the_parity_row_of_its_method(tmp_path):
     lines = (tmp_path / "README.md").read_text().split("\n")
     assert lines[6].startswith("- Claim lines linked to training parity by `python -m bench.reproduce")
     assert lines[10] == found[0].line() + note and lines[-1] == "tail" and lines[:6] == page[:6]
+
+
+def test_a_probe_times_the_steps_of_a_row_and_the_page_says_what_rows_not_run_would_need(tmp_path):
+    from bench import reproduce
+    from common.training import registry
+
+    ladder = reproduce.Ladder(str(tmp_path / "ladder"), "unused")
+    smoke = registry.get("simcse").smoke(str(tmp_path / "data"))
+    ladder.data_path = smoke.pop("data_path")
+    per_step = ladder.probe("simcse unsup", "simcse", smoke, steps=5)
+    assert set(per_step) == {""} and 0 < per_step[""] < 30  # one phase; steps 2-5 timed
+    assert ladder.probe("simcse unsup", "simcse", {}, steps=5) == per_step  # cached: nothing trained
+    assert json.load(open(tmp_path / "ladder" / "scores.json"))["_probes"]["simcse unsup"]["steps"] == 5
+    scores = {"_not_run": {"pause": dict(rows=["pause 5% seed 0", "pause 5% seed 1"], steps=200, cycles=1,
+                                         seconds_per_step={"": 0.9}, seconds_per_row=180.0, probe_steps=30),
+                           "trans_encoder": dict(rows=["trans_encoder seed 0"], steps=200, cycles=2,
+                                                 seconds_per_step={"cycle1_cross_a": 1.0, "cycle1_bi_a": 0.5},
+                                                 seconds_per_row=600.0, probe_steps=30)}}
+    lines = reproduce.not_run_lines(scores)
+    assert lines[0] == "## Not run yet"
+    assert "- pause: 2 rows (pause 5% seed 0, pause 5% seed 1), each 200 steps at training 0.9 s per step " \
+           "(measured over 30 steps): about 0.1 h of training in all." in lines
+    assert any(line.startswith("- trans_encoder: 1 rows (trans_encoder seed 0), each 2 cycles of 200 steps at "
+                               "cycle1_cross_a 1 s, cycle1_bi_a 0.5 s per step") for line in lines)
+    assert "In all: about 0.3 h of training on this machine." in lines
+    assert reproduce.not_run_lines({}) == []
