@@ -101,6 +101,15 @@ class SentenceModel:
         UserError: for a value that is not a model, naming the valid forms, or a
             `default_prompt_name` that is not one of the prompts.
         FileNotFoundError: for a run ID or path that does not exist.
+
+    Example:
+        >>> from common import SentenceModel, similarity
+        >>> model = SentenceModel("minilm")
+        >>> embeddings = model.encode(["A man is playing a guitar.", "Someone plays an instrument."])
+        >>> embeddings.shape
+        (2, 384)
+        >>> bool(similarity(embeddings, embeddings)[0, 1] > 0.3)
+        True
     """
 
     def __init__(self, model: str = "minilm", artifacts_dir: str = "artifacts", model_location: str = "local",

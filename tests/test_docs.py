@@ -587,3 +587,19 @@ def test_entry_points_resolve_as_the_shell_would():
     assert resolve_entry("pytest", True) == ("", "")
     assert resolve_entry("st_worker.py", False) == ("bench/st_worker.py", "")
     assert entry_point_path("bench.reproduce") == "bench/reproduce.py"
+
+
+def test_the_examples_in_the_public_apis_docstrings_run_as_written():
+    """SentenceModel, build_encoder and the method registry show an Example; each runs and prints what it says."""
+    import doctest
+
+    from common import api
+    from common.models import sources
+    from common.training import registry
+
+    for obj in (api.SentenceModel, sources.build_encoder, registry.build_config):
+        assert ">>>" in obj.__doc__, obj
+        finder, runner = doctest.DocTestFinder(recurse=False), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+        for test in finder.find(obj, globs={}):
+            result = runner.run(test)
+            assert result.failed == 0 and result.attempted > 0, (obj, result)

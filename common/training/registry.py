@@ -148,6 +148,12 @@ def build_config(method_name: str, settings: Optional[Dict[str, Any]] = None) ->
 
     Raises:
         UserError: for a setting the method does not have, naming it and the method.
+
+    Example:
+        >>> from common.training import registry
+        >>> config = registry.build_config("simcse", {"model": "random_tiny", "train_steps_per_epoch": 10})
+        >>> config.method, config.run.train_steps_per_epoch, config.encoder.model
+        ('simcse', 10, 'random_tiny')
     """
     method = get(method_name)
     given = dict(settings or {})

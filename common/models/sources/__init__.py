@@ -87,9 +87,11 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
     """Builds the sentence encoder a spec names, with its weights loaded.
 
     Example:
-        >>> encoder = build_encoder(EncoderConfig(spec="minilm"))
+        >>> import tensorflow as tf
+        >>> from common.models import EncoderConfig, build_encoder
+        >>> encoder = build_encoder(EncoderConfig(spec="random_tiny", max_seq_len=128))  # or "minilm", a folder, a run
         >>> encoder.embed_strings(tf.constant(["A man plays a guitar."])).shape
-        TensorShape([1, 384])
+        TensorShape([1, 32])
 
     Raises:
         UserError: for an unknown spec or an inconsistent model directory.
