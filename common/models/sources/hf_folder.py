@@ -14,6 +14,7 @@ from common.artifacts import join
 from common.errors import UserError
 from common.models import bert as bert_lib
 from common.models import st_folder
+from common.models.bert_config import BertConfig
 from common.models.bpe_tokenization import ByteLevelBpeTokenizer, read_bpe_files, read_tokenizer_json
 from common.models.encoder import EncoderConfig
 from common.models.sources.parts import Parts
@@ -116,7 +117,7 @@ def _load_dense_pooler(backbone: bert_lib.BertBackbone, module_dir: str) -> None
                                bert_lib.hf_tensors(path), path)
 
 
-def _roberta_length_check(bert_config: bert_lib.BertConfig, spec: str):
+def _roberta_length_check(bert_config: BertConfig, spec: str):
     """RoBERTa's positions start at pad_token_id + 1, so it holds that many fewer tokens than positions."""
     most = bert_config.max_position_embeddings - bert_config.position_offset
 
@@ -131,7 +132,7 @@ def _roberta_length_check(bert_config: bert_lib.BertConfig, spec: str):
 
 def load(location: str, config: EncoderConfig) -> Parts:
     """The BERT or RoBERTa in the Hugging Face folder `location`, with its sentence-transformers modules."""
-    bert_config = bert_lib.BertConfig.from_hf_config(join(location, "config.json"))
+    bert_config = BertConfig.from_hf_config(join(location, "config.json"))
     settings = st_folder.read_folder(location, bert_config.hidden_size)
     roberta = bert_config.model_type == "roberta"
     if roberta:
