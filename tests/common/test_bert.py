@@ -190,7 +190,7 @@ def test_fused_bf16_feed_forward_rounds_once_from_float32():
     rounds once; the same ops unfused (eagerly) round after every step."""
     import scipy.special
 
-    from common.models.bert import _dense_2d
+    from common.models.bert_layer import _dense_2d
     from common.models.precision import gelu_erf, onednn_cpu
 
     rng = np.random.default_rng(0)
