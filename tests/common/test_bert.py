@@ -95,7 +95,7 @@ def test_exported_state_dict_is_the_checkpoint_that_was_loaded(tmp_path):
     """`hf_state_dict` inverts `load_hf_weights` through the one key-name map, bit for bit."""
     from safetensors.numpy import load_file
 
-    from common.models.bert import hf_state_dict
+    from common.models.hf_weights import hf_state_dict
 
     model_dir = write_hf_bert_dir(str(tmp_path / "hf"), os.path.join(minilm_dir(), "vocab.txt"))
     encoder = build_encoder(EncoderConfig(spec=model_dir))

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common.models import bert as bert_lib
+from common.models import hf_weights
 from common.models.bert import BertBackbone
 from common.models.bert_config import BertConfig
 from common.models.encoder import EncoderConfig, SentenceEncoder
@@ -22,8 +22,8 @@ def test_get_config_round_trip_gives_the_same_model_without_reading_weights(monk
     def no_disk(*args, **kwargs):
         raise AssertionError("from_config read a checkpoint")
 
-    monkeypatch.setattr(bert_lib, "hf_tensors", no_disk)
-    monkeypatch.setattr(bert_lib, "load_hf_weights", no_disk)
+    monkeypatch.setattr(hf_weights, "hf_tensors", no_disk)
+    monkeypatch.setattr(hf_weights, "load_hf_weights", no_disk)
     clone = SentenceEncoder.from_config(config)
     clone(SENTENCES)  # builds its variables
     assert clone.encoder_config == encoder.encoder_config and clone.tokenizer.config == encoder.tokenizer.config
