@@ -568,7 +568,7 @@ def write_cross_start(config, start: str, folder: str) -> str:
         return folder
     from safetensors.numpy import save as safetensors_bytes
 
-    from common.models import bert as bert_lib
+    from common.models import hf_weights
     from common.training.runs import seeded
     from trans_encoder_tf.method import build_phase_model
 
@@ -577,7 +577,7 @@ def write_cross_start(config, start: str, folder: str) -> str:
     if model.pooler is not None:
         raise UserError("--start: the trans_encoder row needs a BERT the toolkit builds (its pooler is BERT's); "
                         "got a TF Hub model.")
-    tensors = {f"bert.{k}": v for k, v in bert_lib.hf_state_dict(model.encoder.backbone).items()}
+    tensors = {f"bert.{k}": v for k, v in hf_weights.hf_state_dict(model.encoder.backbone).items()}
     tensors["classifier.weight"] = model.classifier.kernel.numpy().T  # Keras [in, out] -> torch Linear [out, in]
     tensors["classifier.bias"] = model.classifier.bias.numpy()
     tmp = folder + ".tmp"
@@ -599,14 +599,14 @@ def export_reference_cross(hf_folder: str, max_seq_len: int, out: str) -> str:
     as the toolkit side's `cross/`."""
     if os.path.isdir(out):
         return out
-    from common.models import bert as bert_lib
+    from common.models import hf_weights
     from common.models.encoder import EncoderConfig
     from common.models.sources import build_encoder
     from common.export.saved_model import export_cross_encoder
     from trans_encoder_tf.model import CrossEncoderModel
 
     model = CrossEncoderModel(build_encoder(EncoderConfig(spec=hf_folder, max_seq_len=max_seq_len)))
-    tensors = bert_lib.hf_tensors(os.path.join(hf_folder, "model.safetensors"))
+    tensors = hf_weights.hf_tensors(os.path.join(hf_folder, "model.safetensors"))
     missing = [k for k in ("classifier.weight", "classifier.bias", "pooler.dense.weight") if k not in tensors]
     if missing:
         raise ValueError(f"{hf_folder}: no {missing}; expected a BertForSequenceClassification checkpoint")

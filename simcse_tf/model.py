@@ -8,7 +8,7 @@ import keras
 import tensorflow as tf
 
 from common.errors import UserError
-from common.models import bert as bert_lib
+from common.models.bert import BertBackbone
 from common.models.sources.fresh import BERT_INIT_STDDEV
 from common.models.encoder import SentenceEncoder
 from common.training.contrastive import in_batch_infonce_loss
@@ -76,7 +76,7 @@ class SimcseModel(MethodModel):
             if encoder.pooling not in MLP_POOLINGS:
                 raise UserError(f"SimCSE's MLP is applied to [CLS]: the encoder's pooling must be one of "
                                  f"{MLP_POOLINGS}; got {encoder.pooling!r}.")
-            if not isinstance(encoder.backbone, bert_lib.BertBackbone):
+            if not isinstance(encoder.backbone, BertBackbone):
                 raise UserError("SimCSE's MLP (--pooling=cls_mlp or cls_mlp_test) needs a BERT built by this "
                                  "toolkit; a TF Hub SavedModel's pooler cannot be re-initialised: use "
                                  "--pooling=cls or mean.")

@@ -7,7 +7,7 @@ from typing import Dict, Mapping
 import keras
 import tensorflow as tf
 
-from common.models import bert as bert_lib
+from common.models.bert import BertBackbone
 from common.models.encoder import SentenceEncoder
 from common.training.method import MethodModel
 from trans_encoder_tf.losses import cosine_mse_loss, soft_bce_with_logits_loss
@@ -36,7 +36,7 @@ class CrossEncoderModel(MethodModel):
     def __init__(self, encoder: SentenceEncoder, **kwargs):
         super().__init__(encoder, **kwargs)
         backbone = encoder.backbone
-        if isinstance(backbone, bert_lib.BertBackbone):
+        if isinstance(backbone, BertBackbone):
             backbone.pooled_dense.trainable = True  # the classifier reads BERT's pooler
             self.pooler = None
             rate = backbone.config.dropout

@@ -4,7 +4,7 @@ The folder is what `SentenceTransformer(folder)` loads, and what this toolkit's 
 loader (`build_encoder(EncoderConfig(spec=folder))`, i.e. `--model=<folder>`) reads:
 
     config.json                 BertModel configuration (BertConfig.to_hf_config)
-    model.safetensors           the backbone, Hugging Face key names (bert.hf_state_dict)
+    model.safetensors           the backbone, Hugging Face key names (hf_weights.hf_state_dict)
     vocab.txt, tokenizer.json, tokenizer_config.json, special_tokens_map.json
                                 (a RoBERTa encoder: vocab.json and merges.txt for vocab.txt,
                                 RobertaModel's config, a byte-level BPE tokenizer.json)
@@ -42,8 +42,9 @@ import tensorflow as tf
 
 from common import artifacts
 from common.errors import UserError
-from common.models import bert as bert_lib
+from common.models import hf_weights
 from common.models import st_folder
+from common.models.bert import BertBackbone
 from common.models.bpe_tokenization import ROBERTA_SPECIAL_TOKENS, ByteLevelBpeTokenizer
 from common.models.encoder import SentenceEncoder
 from common.models.tokenization import SPECIAL_TOKENS
@@ -174,7 +175,7 @@ def write_sentence_transformers(encoder: SentenceEncoder, path: str) -> None:
     from safetensors.numpy import save as safetensors_bytes
 
     backbone = encoder.backbone
-    if not isinstance(backbone, bert_lib.BertBackbone):
+    if not isinstance(backbone, BertBackbone):
         raise UserError("Only BERT encoders built by this toolkit (minilm, Hugging Face BERT folders, fresh BERTs "
                          "and runs trained from them) can be exported to Hugging Face's format; this one wraps a "
                          f"TF Hub SavedModel ({getattr(backbone, 'handle', 'unknown')}), whose variables have no "
@@ -187,7 +188,7 @@ def write_sentence_transformers(encoder: SentenceEncoder, path: str) -> None:
     _write_json(artifacts.join(path, "config.json"), hf_config)
     # transformers refuses a safetensors file without a "format" entry in its metadata.
     with tf.io.gfile.GFile(artifacts.join(path, "model.safetensors"), "wb") as f:
-        f.write(safetensors_bytes(bert_lib.hf_state_dict(backbone), metadata={"format": "pt"}))
+        f.write(safetensors_bytes(hf_weights.hf_state_dict(backbone), metadata={"format": "pt"}))
 
     _write_tokenizer_files(tokenizer, path, config.max_seq_len)
 
@@ -217,7 +218,7 @@ def write_sentence_transformers(encoder: SentenceEncoder, path: str) -> None:
     if pooler:
         hidden = backbone.hidden_size
         _write_dense(dense_folders.pop(0), hidden, hidden, True, TANH,
-                     bert_lib.pooler_weight_map(backbone, "linear."))
+                     hf_weights.pooler_weight_map(backbone, "linear."))
     for folder, layer in zip(dense_folders, encoder.dense_layers):
         activation = st_folder.KERAS_TO_ST_ACTIVATION[layer.get_config()["activation"]]
         _write_dense(folder, int(layer.kernel.shape[0]), layer.units, layer.use_bias, activation,
@@ -225,7 +226,7 @@ def write_sentence_transformers(encoder: SentenceEncoder, path: str) -> None:
 
 
 def _write_dense(folder: str, in_features: int, out_features: int, bias: bool, activation: str,
-                 entries: List[bert_lib.HFTensor]) -> None:
+                 entries: List[hf_weights.HFTensor]) -> None:
     """A sentence-transformers Dense module: config.json and model.safetensors (`linear.*`)."""
     from safetensors.numpy import save as safetensors_bytes
 

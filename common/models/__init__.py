@@ -3,7 +3,9 @@ weights, TF Hub), masked pooling, the sentence encoder and the sources it is bui
 from (`common.models.sources`: any `--model`), and the tied masked-LM head. What
 writes them out (SavedModels, other ecosystems' formats) is `common.export`."""
 
-from common.models.bert import BertBackbone, BertConfig, hf_state_dict, hf_weight_map, load_hf_weights
+from common.models.bert import BertBackbone
+from common.models.bert_config import BertConfig
+from common.models.hf_weights import hf_state_dict, hf_weight_map, load_hf_weights
 from common.models.encoder import EncoderConfig, SentenceEncoder, inference_encoder
 from common.models.sources import build_encoder
 from common.models.masked_lm import MaskedLMHead, mask_tokens, masked_lm_statistics

@@ -15,10 +15,11 @@ import numpy as np
 import tensorflow as tf
 
 from common.errors import UserError
-from common.models import bert as bert_lib
 from common.models import hub_backbone
 from common.models import precision as precision_lib
 from common.models import st_folder
+from common.models.bert import BertBackbone
+from common.models.bert_config import BertConfig
 from common.models.pooling import POOLING_MODES, exclude_prefix, first_token_pool, pool
 from common.models.bpe_tokenization import ByteLevelBpeTokenizer
 from common.models.tokenization import BertTokenizer, TokenizerConfig
@@ -113,7 +114,7 @@ class SentenceEncoder(keras.Model):
         self.default_prompt_name = default_prompt_name
         self.declared_max_seq_len = declared_max_seq_len
         self._model_dropout = model_dropout
-        if isinstance(backbone, bert_lib.BertBackbone):
+        if isinstance(backbone, BertBackbone):
             # Unless the embedding is BERT's pooler output, its pooler gets no gradient,
             # so it is frozen rather than silently left out of every update.
             backbone.pooled_dense.trainable = pooling == "pooler"
@@ -153,7 +154,7 @@ class SentenceEncoder(keras.Model):
         `--dropout`; None for a TF Hub backbone, whose graph holds its own."""
         if self._model_dropout is not None:
             return self._model_dropout
-        return self.backbone.config.dropout if isinstance(self.backbone, bert_lib.BertBackbone) else None
+        return self.backbone.config.dropout if isinstance(self.backbone, BertBackbone) else None
 
     def with_length(self, max_seq_len: Optional[int] = None) -> "SentenceEncoder":
         """This encoder's backbone (shared, not copied) behind a tokenizer that truncates at
@@ -268,7 +269,7 @@ class SentenceEncoder(keras.Model):
     def get_config(self):
         """Everything needed to rebuild this encoder's architecture and tokenizer, no weights."""
         backbone = ({"bert": dataclasses.asdict(self.backbone.config)}
-                    if isinstance(self.backbone, bert_lib.BertBackbone) else {"hub": self.backbone.handle})
+                    if isinstance(self.backbone, BertBackbone) else {"hub": self.backbone.handle})
         merges = {"merges": list(self.tokenizer.merges)} if isinstance(self.tokenizer, ByteLevelBpeTokenizer) else {}
         dense = [{"input_dim": int(layer.kernel.shape[0]), "units": layer.units, "use_bias": layer.use_bias,
                   "activation": layer.get_config()["activation"]} for layer in self.dense_layers]
@@ -286,8 +287,8 @@ class SentenceEncoder(keras.Model):
         read); a TF Hub backbone is the SavedModel itself and is loaded again."""
         encoder_config = EncoderConfig(**config["encoder_config"])
         if "bert" in config["backbone"]:
-            backbone = bert_lib.BertBackbone(bert_lib.BertConfig(**config["backbone"]["bert"]),
-                                             precision=encoder_config.precision, name="backbone")
+            backbone = BertBackbone(BertConfig(**config["backbone"]["bert"]),
+                                    precision=encoder_config.precision, name="backbone")
         else:
             backbone = hub_backbone.HubBertBackbone(config["backbone"]["hub"], name="backbone")
         if "merges" in config:
@@ -303,9 +304,9 @@ class SentenceEncoder(keras.Model):
                    name=config.get("name", "sentence_encoder"))
 
 
-def _backbone_copy(backbone: bert_lib.BertBackbone, dropout: float) -> bert_lib.BertBackbone:
+def _backbone_copy(backbone: BertBackbone, dropout: float) -> BertBackbone:
     """A float32 BertBackbone with `backbone`'s weights (copied) and the given dropout rate."""
-    copy = bert_lib.BertBackbone(dataclasses.replace(backbone.config, dropout=dropout), name=backbone.name)
+    copy = BertBackbone(dataclasses.replace(backbone.config, dropout=dropout), name=backbone.name)
     copy.set_weights(backbone.get_weights())
     return copy
 
@@ -336,7 +337,7 @@ def inference_encoder(encoder: SentenceEncoder, max_seq_len: Optional[int] = Non
     """
     used = encoder.with_length(max_seq_len)
     backbone, dropout = encoder.backbone, encoder.model_dropout
-    if not isinstance(backbone, bert_lib.BertBackbone) or (
+    if not isinstance(backbone, BertBackbone) or (
             not precision_lib.is_mixed(encoder.encoder_config.precision) and backbone.config.dropout == dropout):
         return used
     config = dataclasses.replace(used.encoder_config, dropout=None, precision=precision_lib.DEFAULT_PRECISION)

@@ -20,7 +20,7 @@ a bf16 encoder side by side. Under a mixed policy, these stay float32:
     instead (`fused_inference_activation`), as the pattern TensorFlow's graph
     optimizer fuses with its matmul and bias into one oneDNN kernel that applies
     the bias and the GELU to the float32 accumulator and rounds once
-    (`common.models.bert.BertLayer`; run eagerly, unfused, it is the erf form
+    (`common.models.bert_layer.BertLayer`; run eagerly, unfused, it is the erf form
     computed in bfloat16);
   - LayerNormalization's statistics: Keras 3 (3.15) `ops.layer_normalization`
     computes in at least float32 and casts its result to the compute dtype, and

@@ -34,7 +34,7 @@ import keras
 import tensorflow as tf
 
 from common.errors import UserError
-from common.models import bert as bert_lib
+from common.models import hf_weights
 
 # ST's pooling modes, and the legacy boolean key of each in the order ST concatenates them.
 LEGACY_POOLING_KEYS = {
@@ -292,17 +292,17 @@ def dense_layer(config: Mapping[str, Any], index: int) -> keras.layers.Dense:
     return layer
 
 
-def dense_weight_map(layer: keras.layers.Dense) -> List[bert_lib.HFTensor]:
+def dense_weight_map(layer: keras.layers.Dense) -> List[hf_weights.HFTensor]:
     """A Dense module's two PyTorch `Linear` tensors (`linear.weight` [out, in], `linear.bias`) and the
     layer's variables holding them: what loading and exporting both read."""
     in_features, units = (int(d) for d in layer.kernel.shape)
-    entries = [bert_lib.HFTensor("linear.weight", layer.kernel, (units, in_features), linear=True)]
+    entries = [hf_weights.HFTensor("linear.weight", layer.kernel, (units, in_features), linear=True)]
     if layer.use_bias:
-        entries.append(bert_lib.HFTensor("linear.bias", layer.bias, (units,)))
+        entries.append(hf_weights.HFTensor("linear.bias", layer.bias, (units,)))
     return entries
 
 
 def load_dense(layer: keras.layers.Dense, module: DenseModule) -> None:
     """Copies a Dense module's `model.safetensors` into its layer."""
     path = _join(module.path, WEIGHTS_FILE)
-    bert_lib.assign_hf_tensors(dense_weight_map(layer), bert_lib.hf_tensors(path), path)
+    hf_weights.assign_hf_tensors(dense_weight_map(layer), hf_weights.hf_tensors(path), path)

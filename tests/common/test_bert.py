@@ -95,7 +95,7 @@ def test_exported_state_dict_is_the_checkpoint_that_was_loaded(tmp_path):
     """`hf_state_dict` inverts `load_hf_weights` through the one key-name map, bit for bit."""
     from safetensors.numpy import load_file
 
-    from common.models.bert import hf_state_dict
+    from common.models.hf_weights import hf_state_dict
 
     model_dir = write_hf_bert_dir(str(tmp_path / "hf"), os.path.join(minilm_dir(), "vocab.txt"))
     encoder = build_encoder(EncoderConfig(spec=model_dir))
@@ -190,7 +190,7 @@ def test_fused_bf16_feed_forward_rounds_once_from_float32():
     rounds once; the same ops unfused (eagerly) round after every step."""
     import scipy.special
 
-    from common.models.bert import _dense_2d
+    from common.models.bert_layer import _dense_2d
     from common.models.precision import gelu_erf, onednn_cpu
 
     rng = np.random.default_rng(0)

@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common.models import bert as bert_lib
+from common.models import hf_weights
+from common.models.bert import BertBackbone
+from common.models.bert_config import BertConfig
 from common.models.encoder import EncoderConfig, SentenceEncoder
 from common.models.sources import build_encoder
 from common.models.masked_lm import MaskedLMHead
@@ -20,8 +22,8 @@ def test_get_config_round_trip_gives_the_same_model_without_reading_weights(monk
     def no_disk(*args, **kwargs):
         raise AssertionError("from_config read a checkpoint")
 
-    monkeypatch.setattr(bert_lib, "hf_tensors", no_disk)
-    monkeypatch.setattr(bert_lib, "load_hf_weights", no_disk)
+    monkeypatch.setattr(hf_weights, "hf_tensors", no_disk)
+    monkeypatch.setattr(hf_weights, "load_hf_weights", no_disk)
     clone = SentenceEncoder.from_config(config)
     clone(SENTENCES)  # builds its variables
     assert clone.encoder_config == encoder.encoder_config and clone.tokenizer.config == encoder.tokenizer.config
@@ -112,7 +114,7 @@ def test_without_a_length_an_encoder_truncates_at_the_models_own_maximum(tmp_pat
     # A TF-Hub-format BERT whose position table is not named so: a length must be given.
     from common.models import hub_backbone
 
-    backbone = bert_lib.BertBackbone(bert_lib.BertConfig(vocab_size=30522, **TINY_BERT))
+    backbone = BertBackbone(BertConfig(vocab_size=30522, **TINY_BERT))
     randomize_weights(backbone, 0)
     unnamed = write_tfhub_bert(str(tmp_path / "unnamed"), backbone, vocab)
     init = hub_backbone.HubBertBackbone.__init__

@@ -10,7 +10,8 @@ import numpy as np
 import tensorflow as tf
 from packaging.requirements import Requirement
 
-from common.models.bert import BertBackbone, BertConfig
+from common.models.bert import BertBackbone
+from common.models.bert_config import BertConfig
 from common.models.sources.names import TINY_BERT, minilm_dir
 from common.models.encoder import EncoderConfig
 from common.models.sources import build_encoder

@@ -40,7 +40,7 @@ def test_fresh_bert_tiny_has_googles_shapes_and_a_seeded_truncated_init():
 
 
 def test_every_fresh_shape_and_a_bert_config_json(tmp_path):
-    from common.models.bert import BertConfig
+    from common.models.bert_config import BertConfig
 
     assert set(FRESH_BERTS) == {"random_bert_tiny", "random_bert_mini", "random_bert_small", "random_bert_medium",
                                 "random_bert_base"}

@@ -10,7 +10,8 @@ import numpy as np
 
 from common.artifacts import join
 from common.errors import UserError
-from common.models import bert as bert_lib
+from common.models.bert import BertBackbone
+from common.models.bert_config import BertConfig
 from common.models.encoder import EncoderConfig
 from common.models.sources.names import FRESH_BERTS, TINY_BERT, minilm_dir
 from common.models.sources.parts import Parts
@@ -44,13 +45,13 @@ def randomize_weights(model: keras.Model, seed: int, stddev: float = 0.02, trunc
             v.assign((values * stddev).astype(np.float32))
 
 
-def fresh_bert_config(spec: str, vocab_size: int) -> bert_lib.BertConfig:
+def fresh_bert_config(spec: str, vocab_size: int) -> BertConfig:
     """The architecture of a fresh BERT: a FRESH_BERTS name or a bert_config.json."""
     if spec in FRESH_BERTS:
         layers, hidden, heads = FRESH_BERTS[spec]
-        return bert_lib.BertConfig(vocab_size=vocab_size, hidden_size=hidden, num_layers=layers, num_heads=heads,
-                                   intermediate_size=4 * hidden)
-    bert_config = bert_lib.BertConfig.from_hf_config(spec)
+        return BertConfig(vocab_size=vocab_size, hidden_size=hidden, num_layers=layers, num_heads=heads,
+                          intermediate_size=4 * hidden)
+    bert_config = BertConfig.from_hf_config(spec)
     if bert_config.vocab_size != vocab_size:
         raise UserError(f"{spec}: vocab_size {bert_config.vocab_size} does not match the uncased WordPiece "
                          f"vocabulary ({vocab_size} entries) that fresh BERTs use.")
@@ -62,12 +63,12 @@ def load(spec: str, config: EncoderConfig) -> Parts:
     by `config.seed`."""
     vocabulary = read_vocabulary(join(minilm_dir(), "vocab.txt"))
     tiny = spec == "random_tiny"
-    bert_config = (bert_lib.BertConfig(vocab_size=len(vocabulary), **TINY_BERT) if tiny
+    bert_config = (BertConfig(vocab_size=len(vocabulary), **TINY_BERT) if tiny
                    else fresh_bert_config(spec, len(vocabulary)))
     model_dropout = bert_config.dropout
     if config.dropout is not None:
         bert_config = dataclasses.replace(bert_config, dropout=config.dropout)
-    backbone = bert_lib.BertBackbone(bert_config, precision=config.precision, name="backbone")
+    backbone = BertBackbone(bert_config, precision=config.precision, name="backbone")
     if tiny:
         randomize_weights(backbone, config.seed)
     else:

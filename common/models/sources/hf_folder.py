@@ -12,8 +12,10 @@ import tensorflow as tf
 
 from common.artifacts import join
 from common.errors import UserError
-from common.models import bert as bert_lib
+from common.models import hf_weights
 from common.models import st_folder
+from common.models.bert import BertBackbone
+from common.models.bert_config import BertConfig
 from common.models.bpe_tokenization import ByteLevelBpeTokenizer, read_bpe_files, read_tokenizer_json
 from common.models.encoder import EncoderConfig
 from common.models.sources.parts import Parts
@@ -108,15 +110,15 @@ def _tokenizer_max_length(path: str, positions: int) -> Optional[int]:
     return None
 
 
-def _load_dense_pooler(backbone: bert_lib.BertBackbone, module_dir: str) -> None:
+def _load_dense_pooler(backbone: BertBackbone, module_dir: str) -> None:
     """Loads a sentence-transformers Dense module that is BERT's pooler (`st_folder.read_folder`)
     into the backbone's pooler: what sentence-transformers applies, whatever `pooler.dense.*` holds."""
     path = join(module_dir, st_folder.WEIGHTS_FILE)
-    bert_lib.assign_hf_tensors(bert_lib.pooler_weight_map(backbone, "linear.", optional=False),
-                               bert_lib.hf_tensors(path), path)
+    hf_weights.assign_hf_tensors(hf_weights.pooler_weight_map(backbone, "linear.", optional=False),
+                                 hf_weights.hf_tensors(path), path)
 
 
-def _roberta_length_check(bert_config: bert_lib.BertConfig, spec: str):
+def _roberta_length_check(bert_config: BertConfig, spec: str):
     """RoBERTa's positions start at pad_token_id + 1, so it holds that many fewer tokens than positions."""
     most = bert_config.max_position_embeddings - bert_config.position_offset
 
@@ -131,7 +133,7 @@ def _roberta_length_check(bert_config: bert_lib.BertConfig, spec: str):
 
 def load(location: str, config: EncoderConfig) -> Parts:
     """The BERT or RoBERTa in the Hugging Face folder `location`, with its sentence-transformers modules."""
-    bert_config = bert_lib.BertConfig.from_hf_config(join(location, "config.json"))
+    bert_config = BertConfig.from_hf_config(join(location, "config.json"))
     settings = st_folder.read_folder(location, bert_config.hidden_size)
     roberta = bert_config.model_type == "roberta"
     if roberta:
@@ -147,9 +149,9 @@ def load(location: str, config: EncoderConfig) -> Parts:
     model_dropout = bert_config.dropout
     if config.dropout is not None:
         bert_config = dataclasses.replace(bert_config, dropout=config.dropout)
-    backbone = bert_lib.BertBackbone(bert_config, precision=config.precision, name="backbone")
+    backbone = BertBackbone(bert_config, precision=config.precision, name="backbone")
     uses_pooler = (config.pooling or settings.pooling) == "pooler" and settings.pooler_dir is None
-    head_tensors = bert_lib.load_hf_weights(backbone, join(location, st_folder.WEIGHTS_FILE), uses_pooler)
+    head_tensors = hf_weights.load_hf_weights(backbone, join(location, st_folder.WEIGHTS_FILE), uses_pooler)
     if settings.pooler_dir is not None:
         _load_dense_pooler(backbone, settings.pooler_dir)
     dense_layers = []
