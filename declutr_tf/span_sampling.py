@@ -31,15 +31,10 @@ document length, A the anchors, P the positives per anchor, spans are [start, en
      start uniform in [s, e - l_pos].
    - "adjacent": l_pos as for "all"; the start is s - l_pos or e, picked with equal
      odds among those that keep the positive in the document. One always does: an
-     anchor's cell has at least l_max tokens before it or after it, which is also
-     why the official code's shorter positives for a cramped anchor never occur.
+     anchor's cell has at least l_max tokens before it or after it.
 
-Where this differs from the official code, on purpose:
-- An adjacent positive before its anchor may start at token 0; the official test
-  `anchor_start - positive_len > 0` excludes that one start (an off-by-one).
-- Tokens are whitespace words of the document. The official reader, with the
-  transformer tokenizer of its training configs, counts the model's word pieces
-  (declutr/dataset_reader.py), so its 512-token spans hold fewer words than ours.
+Tokens are whitespace words of the document. Where and why this differs from the
+official code: docs/methods/declutr.md.
 
 On the grid, anchors never cover the last N mod l_max tokens, and an end cell is as
 likely as any other: in a 4,096-token document (A=2, l_max=512: 8 cells) a quarter of

@@ -15,11 +15,9 @@ def pu_weight(step: tf.Tensor, total_steps: int, power: float = 3.0, mode: str =
         step: tf.Tensor. The optimizer's iteration count (0 at the first step).
         total_steps: int. Steps of the whole run.
         power: float. Defaults to 3, as in the paper's code.
-        mode: str. "global" (the method as described: the weight grows from 0 to
-            1 over the run) or "per_epoch", which reproduces the original code's
-            bug: its callback used the batch index within the epoch, so the
-            weight restarts every epoch and stays below (1/epochs) ** power;
-            or "off": weight 0, cross-entropy only (the supervised baseline).
+        mode: str. "global" (the weight grows from 0 to 1 over the run),
+            "per_epoch" (it restarts every epoch, as in the original code:
+            docs/methods/pause.md) or "off" (weight 0: cross-entropy only).
         steps_per_epoch: int. Needed for "per_epoch".
 
     Returns:

@@ -145,7 +145,7 @@ def pause_loss(logits: tf.Tensor, labels: tf.Tensor, prior: float, pu_weight: tf
         logits: tf.Tensor. [batch, num_classes] (this replica's rows).
         labels: tf.Tensor. [batch] class ids, -1 for unlabelled rows.
         prior: float. Class prior pi.
-        pu_weight: tf.Tensor. Annealed weight of the PU term (see `pause_tf.schedules`).
+        pu_weight: tf.Tensor. Annealed weight of the PU term (see `pause_tf.annealing`).
         reduce_fn: callable. Sums over replicas; None on one device.
 
     Returns:

@@ -74,7 +74,7 @@ class PauseModel(SiameseModel):
         prior: float or sequence of float. Class prior of the nnPU risk, one for every class
             or one per class. Defaults to 1/3.
         total_steps: int. Steps of the run (for annealing).
-        annealing: str. "global" or "per_epoch" (the original's behaviour).
+        annealing: str. "global", "per_epoch" (the original's behaviour) or "off".
         anneal_power: float. Defaults to 3.
         steps_per_epoch: int. For "per_epoch" annealing.
         **kwargs: passed to SiameseModel.

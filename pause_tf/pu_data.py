@@ -3,8 +3,7 @@
 `pu_split` keeps a stratified, seeded fraction of the given labels (pairs that came
 unlabelled stay so); `estimate_priors` reads each class's prior off the labelled pairs;
 `pu_batches` mixes the labelled class streams and the unlabelled stream into training
-batches the way the original code did (each class stream prior/K, the unlabelled one
-1-prior), or with a labelled share of the batch set independently of the prior.
+batches (`stream_weights`).
 """
 
 from __future__ import annotations
@@ -72,12 +71,10 @@ def stream_weights(num_classes: int, prior: Priors, labeled_batch_fraction: Opti
                    has_class: Sequence[bool], has_unlabeled: bool) -> List[float]:
     """Sampling weights of the K class streams and the unlabelled stream.
 
-    The original weights each class stream prior/K and the unlabelled stream
-    1-prior, so about `prior` of every batch is labelled whatever the label
-    percentage. With a prior per class, the labelled share is their mean and each
-    class stream gets its prior's part of it (the same as the original for equal
-    priors). `labeled_batch_fraction` sets that share independently. Empty
-    streams get weight 0 and the others are renormalised.
+    The labelled share of a batch is the mean prior, or `labeled_batch_fraction`;
+    each class stream gets its prior's part of it (prior_c / K by default, as the
+    original code mixed them) and the unlabelled stream the rest. Empty streams get
+    weight 0 and the others are renormalised.
     """
     priors = np.broadcast_to(np.asarray(prior, np.float64), [num_classes])
     share = float(priors.mean()) if labeled_batch_fraction is None else labeled_batch_fraction

@@ -25,44 +25,27 @@ class SimcseModel(MethodModel):
     of sentence i is its positive, the other sentences' views are negatives.
     sup: premise -> entailment hypothesis (positive) with all contradiction
     hypotheses of the batch as extra (hard) negatives. The loss is
-    `common.contrastive.in_batch_infonce_loss`, with keys gathered across replicas.
+    `common.training.contrastive.in_batch_infonce_loss`, with keys gathered across replicas.
 
-    The MLP (`mlp=True`) is the official code's (princeton-nlp/SimCSE,
-    `simcse/models.py`: `MLPLayer`, dense hidden -> hidden + tanh over [CLS], built
-    by `cl_init` for `--pooler_type cls` and initialised by BERT's `_init_weights`,
-    N(0, initializer_range=0.02) kernel and zero bias; the pretrained checkpoint's
-    pooler is dropped, `BertModel(add_pooling_layer=False)`). Here it is the
-    backbone's own pooler (`pooled_dense`), re-initialised that way, because the
-    official `simcse_to_huggingface.py` renames `mlp` to `pooler` when it publishes
-    a run: the encoder's pooling "pooler" then gives what the official
-    `evaluation.py --pooler cls` scores (`pooler_output`), and pooling "cls" what
-    `--pooler cls_before_pooler` scores. Official unsup runs (`--mlp_only_train`)
-    train through the MLP and are scored without it (encoder pooling "cls");
-    official sup runs keep it (pooling "pooler").
-
-    Where this differs from the official code, and why:
-      - The MLP's initial values are drawn by Keras' stateless `RandomNormal` from
-        the run's seed: the official distribution (no truncation, unlike the
-        toolkit's fresh BERTs), not PyTorch's numbers for the same seed.
-      - initializer_range is BERT's 0.02 whatever the checkpoint's config says
-        (`BertConfig` does not carry it; every BERT the toolkit builds uses 0.02).
-      - The MLP needs a BERT built by this toolkit: a TF Hub SavedModel's pooler is
-        not a separate layer that can be re-initialised (a UserError; use pooling
-        "cls" or "mean" there). The official code also supports RoBERTa; the
-        toolkit's backbones are BERTs.
-      - `hard_negative_weight` is the paper's weight alpha (1 = plain InfoNCE); the
-        official flag of the same name is its logarithm (0 = plain InfoNCE).
+    The MLP (`mlp=True`, dense hidden -> hidden + tanh over [CLS]) is the
+    backbone's own pooler (`pooled_dense`), re-initialised N(0, 0.02) with a zero
+    bias from `seed`: encoder pooling "pooler" applies it at test time, "cls" does
+    not. Where and why this differs from the official code: docs/methods/simcse.md.
 
     Args:
         encoder: SentenceEncoder. Its pooling is the test-time pooling.
         mode: str. "unsup" or "sup".
         temperature: float. Defaults to 0.05.
-        hard_negative_weight: float. Weight of each query's own hard negative.
-        mlp: bool. Train through the official MLP, which is BERT's pooler
-            re-initialised; the encoder's pooling must then be "cls" (the MLP in
-            training only) or "pooler" (at test time too). Defaults to False.
+        hard_negative_weight: float. The paper's alpha, the weight of each query's own
+            hard negative (1 = plain InfoNCE).
+        mlp: bool. Train through the MLP; the encoder's pooling must then be
+            "cls" or "pooler". Defaults to False.
         seed: int. Seed of the MLP's initial values. Defaults to 0.
         **kwargs: passed to MethodModel (`mini_batch_chunks`: gradient caching).
+
+    Raises:
+        UserError: with `mlp`, for another pooling or a backbone not built by this
+            toolkit (a TF Hub SavedModel's pooler cannot be re-initialised).
     """
 
     def __init__(self, encoder: SentenceEncoder, mode: str = "unsup", temperature: float = 0.05,

@@ -1,11 +1,8 @@
 """Trans-Encoder's own settings; the run, encoder and optimizer sections configure the bi-encoder phases.
 
 Defaults are the official protocol (Liu et al., ICLR 2022; amzn/trans-encoder
-`train_self_distill.sh`, sentence-transformers' `fit` defaults): the bi-encoder
-learns with batch 128, 10 epochs, AdamW lr 5e-5, weight decay 0.01, no warm-up,
-max length 32; the cross-encoder with batch 32, 1 epoch, lr 2e-5, weight decay
-0.01, 10 % warm-up, max length 64; both with linear decay and the gradient norm
-clipped to 1; three cycles, each model restarted from its start every cycle.
+`train_self_distill.sh`, sentence-transformers' `fit` defaults), tabled in
+docs/methods/trans-encoder.md.
 """
 
 from __future__ import annotations

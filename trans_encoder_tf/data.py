@@ -18,8 +18,7 @@ STS_SICKR_SETS = ("SICK-E", "SICK-R", "STS-B", "STS12", "STS13", "STS14", "STS15
 def deduplicate(pairs: Sequence[Pair]) -> List[Pair]:
     """The pairs in order of first appearance, each (sentence1, sentence2) once.
 
-    (The official code keys on the concatenation sentence1 + sentence2, which
-    also merges distinct pairs such as ("a b", "c") and ("a", "b c").)
+    Keyed on the tuple, not the official code's concatenation: docs/methods/trans-encoder.md.
     """
     seen, out = set(), []
     for pair in pairs:

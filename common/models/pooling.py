@@ -75,9 +75,8 @@ def pool(sequence_output: tf.Tensor, padding_mask: tf.Tensor, mode: str,
     """The sentence vector of a pooling mode.
 
     Modes: "mean" (`masked_mean_pool`), "cls" (`cls_pool`) and "pooler": BERT's
-    pooler, tanh(dense([CLS])), which the backbone computes (its `pooled_output`;
-    Hugging Face's `pooler_output`, SimCSE's `--pooler cls` after its
-    `simcse_to_huggingface.py` has made the MLP BERT's pooler).
+    pooler, tanh(dense([CLS])), which the backbone computes (its `pooled_output`,
+    Hugging Face's `pooler_output`; where SimCSE keeps its MLP: docs/methods/simcse.md).
 
     Args:
         sequence_output: tf.Tensor. [batch, length, hidden] token vectors.

@@ -11,10 +11,9 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
     """Linear warm-up from 0 to `peak_lr`, then polynomial decay to `end_lr`.
 
     The decay runs over the steps *after* warm-up, so the rate is continuous at
-    the end of warm-up. (The original PAUSE code decayed over all steps from
-    step 0, so the rate dropped abruptly when warm-up ended.) With
-    `cut_fraction`-style warm-up and power 1 this is also the slanted triangular
-    schedule of Howard & Ruder (2018) used by DeCLUTR.
+    the end of warm-up (the original PAUSE code's jumped: docs/methods/pause.md).
+    With `cut_fraction`-style warm-up and power 1 this is also the slanted
+    triangular schedule of Howard & Ruder (2018) used by DeCLUTR.
 
     Args:
         peak_lr: float. Rate at the end of warm-up.
