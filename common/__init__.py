@@ -16,17 +16,14 @@
 - `common.errors`: `UserError`, raised for input the user gave that is wrong (a
   `ValueError`); `from common import UserError` works too.
 
-Only TensorFlow (loaded quietly: `common.quiet`, so that a notebook or script on a CPU machine shows
-no CUDA or CPU-feature lines) and `common.errors` are loaded here, so `import common.training` never
-loads an evaluator: the two API names are looked up in `common.api` when first used (PEP 562).
+Only `common.errors` and `common.quiet` (no dependencies; it sets TF_CPP_MIN_LOG_LEVEL) are imported
+here, so `import common.training` never loads an evaluator: the two API names are looked up in
+`common.api` when first used (PEP 562), after TensorFlow is loaded quietly, so that a notebook on a
+CPU machine shows no CUDA or CPU-feature lines.
 """
 
 from common import quiet
-
-if not quiet.VERBOSE_REQUESTED:
-    quiet.load_tensorflow()
-
-from common.errors import UserError  # noqa: E402
+from common.errors import UserError
 
 _API = ("SentenceModel", "similarity")
 __all__ = [*_API, "UserError"]
@@ -34,6 +31,8 @@ __all__ = [*_API, "UserError"]
 
 def __getattr__(name: str):
     if name in _API:
+        if not quiet.VERBOSE_REQUESTED:
+            quiet.load_tensorflow()
         from common import api
 
         return getattr(api, name)

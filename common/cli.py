@@ -18,9 +18,12 @@ from typing import Callable
 
 from absl import app, flags
 
-from common import quiet  # importing `common` has loaded TensorFlow quietly
+from common import quiet  # sets TF_CPP_MIN_LOG_LEVEL before anything loads TensorFlow
 
 VERBOSE_REQUESTED = quiet.VERBOSE_REQUESTED
+
+if not VERBOSE_REQUESTED:
+    quiet.load_tensorflow()
 
 from common.errors import UserError  # noqa: E402
 
