@@ -103,21 +103,17 @@ def step_seconds(log_dir: str) -> Dict[str, float]:
     """Median seconds per training step of each phase of a run ("" for a run without phases), from the wall
     times of its logged losses (`--log_every=1`); the first logged step, which compiles, is left out."""
     import numpy as np
-    import tensorflow as tf
-    from tensorflow.core.util import event_pb2
+
+    from common.training.curves import read_scalars
 
     found = {}
-    for folder, _, files in tf.io.gfile.walk(log_dir):
-        times: Dict[int, float] = {}
-        for name in sorted(f for f in files if "tfevents" in f):
-            for record in tf.data.TFRecordDataset(os.path.join(folder, name)):
-                event = event_pb2.Event.FromString(record.numpy())
-                if any(v.tag == "train/loss" for v in event.summary.value):
-                    times[int(event.step)] = event.wall_time
-        steps = sorted(times)[1:]
-        if len(steps) >= 3:
-            gaps = [(times[b] - times[a]) / (b - a) for a, b in zip(steps, steps[1:])]
-            found[os.path.relpath(folder, log_dir).replace(".", "")] = round(float(np.median(gaps)), 4)
+    for phase, tags in read_scalars(log_dir).items():
+        loss = tags.get("train/loss")
+        if loss is None or len(loss.steps) < 4:
+            continue
+        steps, times = loss.steps[1:], loss.wall_times[1:]
+        gaps = [(times[k + 1] - times[k]) / (steps[k + 1] - steps[k]) for k in range(len(steps) - 1)]
+        found[phase] = round(float(np.median(gaps)), 4)
     return found
 
 

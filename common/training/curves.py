@@ -40,10 +40,13 @@ class Series:
     Attributes:
         steps: tuple of int. Increasing.
         values: tuple of float. As recorded (float32 values, widened).
+        wall_times: tuple of float. When each step's value was logged (seconds since the
+            epoch; `read_scalars` fills it, a series of several phases has none).
     """
 
     steps: Tuple[int, ...]
     values: Tuple[float, ...]
+    wall_times: Tuple[float, ...] = ()
 
 
 def _event_files(log_dir: str) -> Dict[str, List[str]]:
@@ -86,7 +89,7 @@ def read_scalars(log_dir: str) -> Dict[str, Dict[str, Series]]:
     """
     phases = []
     for phase, files in _event_files(log_dir).items():
-        points: Dict[str, Dict[int, float]] = {}
+        points: Dict[str, Dict[int, Tuple[float, float]]] = {}
         started = None
         for path in files:
             for record in tf.data.TFRecordDataset(path, buffer_size=1 << 18):
@@ -94,10 +97,11 @@ def read_scalars(log_dir: str) -> Dict[str, Dict[str, Series]]:
                 for value in event.summary.value:
                     scalar = _value(value)
                     if scalar is not None:
-                        points.setdefault(value.tag, {})[int(event.step)] = scalar
+                        points.setdefault(value.tag, {})[int(event.step)] = (scalar, event.wall_time)
                         # The file's first record has whole seconds only: order phases by their first scalar.
                         started = event.wall_time if started is None else min(started, event.wall_time)
-        tags = {tag: Series(tuple(sorted(p)), tuple(p[s] for s in sorted(p))) for tag, p in sorted(points.items())}
+        tags = {tag: Series(tuple(sorted(p)), tuple(p[s][0] for s in sorted(p)), tuple(p[s][1] for s in sorted(p)))
+                for tag, p in sorted(points.items())}
         if tags:
             phases.append((started or 0.0, phase, tags))
     return {phase: tags for _, phase, tags in sorted(phases, key=lambda item: (item[0], item[1]))}
