@@ -38,6 +38,13 @@ Rows (`--rows`):
 PAUSE's and DeCLUTR's loss formulas are also checked against NumPy in the test suite; the page
 lists those tests.
 
+The SimCSE rows also evaluate STS-B dev `--curve_points` times during training on both sides:
+the toolkit's run with `--eval_every` and `StsbDevEvaluator`, as train.py evaluates, and the
+reference's snapshots (the worker saves the model every as many steps) scored afterwards by the
+same `StsbDevEvaluator` on the toolkit's encoder of each snapshot, at the start's own maximum
+length as the in-training evaluation embeds. The page gives both curves step by step with the verdict of `RULE`
+at each step, and draws them (`curves.png`).
+
 Every row runs for each of `--seeds` on both sides, alternating toolkit and reference per seed; the
 wall time of each side is measured, with the CPU other processes used meanwhile (a timing is LOADED
 above `--max_load` cores). The verdict rule (`RULE`) is stated on the page. Artifacts go to
@@ -50,6 +57,7 @@ between the sides by construction. Not part of the test suite.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -153,6 +161,9 @@ def define_flags() -> None:
                       "Sentences of simcse_unsup (any --train_data of unsup SimCSE).")
     flags.DEFINE_list("sup_train_data", ["senteval:dev", "senteval:test"],
                       "NLI triples of simcse_sup (any --train_data of sup SimCSE).")
+    flags.DEFINE_integer("curve_points", 10, "STS-B dev evaluations during each SimCSE training, on both sides "
+                         "(every --steps / N steps; the toolkit's in-training evaluator, and the same evaluator on the "
+                         "reference's snapshots): the page's curves; 0: none.", lower_bound=0)
     flags.DEFINE_integer("te_pairs", 0, "STS-B train pairs of the trans_encoder row; 0 takes all.", lower_bound=0)
     flags.DEFINE_integer("score_max_seq_len", 512, "Tokens every model is scored at (both sides alike).",
                          lower_bound=8)
@@ -286,15 +297,17 @@ def page_lines(record: Dict[str, Any]) -> List[str]:
                 parts = [f"{side} {s['sts_avg']:.2f} / {s['stsb_dev']:.2f}" for side, s in sides.items()
                          if "sts_avg" in s]
                 lines.append(f"- {page_row['title']}, seed {seed}: {'; '.join(parts)}")
+    lines += curve_lines(rows)
     lines += ["", "## Training losses and wall times", "",
               "Training loss at step 1 (the same batch and the same weights on both sides; only the dropout masks "
               "differ) and over the last tenth of the steps, per seed; wall time of each side per seed in seconds "
-              "(toolkit: `train()` in this process, from building the model to publishing the artifact; "
-              "reference: the worker process, from its start to its saved model). Seeds alternate toolkit, "
-              "reference.", "",
+              "(toolkit: `train()` in this process, from building the model to publishing the artifact, its "
+              "STS-B dev evaluations during training included and also shown alone; reference: the worker "
+              "process, from its start to its saved model, and its fit alone, without the saving of the "
+              "snapshots its curve is scored on). Seeds alternate toolkit, reference.", "",
               "| row | toolkit loss step 1 | reference loss step 1 | toolkit loss last tenth | reference loss last "
-              "tenth | toolkit wall (s) | reference wall (s) | reference fit only (s) |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "tenth | toolkit wall (s) | toolkit evaluations (s) | reference wall (s) | reference fit only (s) |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, row in rows.items():
         for page_row in row.get("page_rows", []):
             losses = row.get("losses", {}).get(page_row["key"], {})
@@ -309,9 +322,10 @@ def page_lines(record: Dict[str, Any]) -> List[str]:
                 f"{_loss(side_values(REFERENCE, 'first'))} | {_loss(side_values(TOOLKIT, 'last_tenth'))} | "
                 f"{_loss(side_values(REFERENCE, 'last_tenth'))} | "
                 + (f"{_seconds([timings[s].get(TOOLKIT) for s in sorted(timings)])} | "
+                   f"{_seconds([timings[s].get(TOOLKIT) for s in sorted(timings)], 'eval_seconds')} | "
                    f"{_seconds([timings[s].get(REFERENCE) for s in sorted(timings)])} | "
                    f"{_seconds([timings[s].get(REFERENCE) for s in sorted(timings)], 'fit_seconds')} |"
-                   if key == page_row["key"] else "(cycle: see the row above) | | |"))
+                   if key == page_row["key"] else "(cycle: see the row above) | | | |"))
     for name, row in rows.items():
         if row.get("notes"):
             lines += ["", f"### {row['title']}", ""] + [f"- {n}" for n in row["notes"]]
@@ -324,6 +338,81 @@ def page_lines(record: Dict[str, Any]) -> List[str]:
     if settings:
         lines += ["", "## Settings", ""] + [f"- {k}: {v}" for k, v in settings.items()]
     return lines
+
+
+def curve_table(curves: Dict[str, Dict[str, List[List[float]]]]) -> List[Tuple[int, Optional[Comparison]]]:
+    """(step, Comparison of the seeds' STS-B dev at that step) for every step either side evaluated."""
+    by_step: Dict[int, Dict[str, Dict[str, Dict[str, float]]]] = {}
+    for seed, sides in curves.items():
+        for side, points in sides.items():
+            for step, value in points:
+                by_step.setdefault(int(step), {}).setdefault(seed, {})[side] = {"stsb_dev": value}
+    return [(step, compare(by_step[step], "stsb_dev")) for step in sorted(by_step)]
+
+
+def curve_lines(rows: Dict[str, Any]) -> List[str]:
+    """The page's section of STS-B dev during training: per row, step by step, both sides and the verdict."""
+    with_curves = {name: row for name, row in rows.items() if row.get("curves")}
+    if not with_curves:
+        return []
+    lines = ["", "## STS-B dev during training", "",
+             "STS-B dev (Spearman x100) at each evaluation during training, mean ± sd over the seeds, with the "
+             "verdict of the rule above at each step. The toolkit's run evaluates itself (`--eval_every`, the "
+             "`StsbDevEvaluator` train.py uses); the reference's model is saved at the same steps and scored "
+             "afterwards by the same evaluator on the toolkit's encoder of each snapshot, at the start's own "
+             "maximum length, as the run's own evaluation embeds. The last step's scores equal the final "
+             "models' STS-B dev above. The evaluations do not touch training on either side: "
+             "they run without dropout and consume no example. The Trans-Encoder phases are compared at their "
+             "ends only.", "", "![STS-B dev during training](curves.png)"]
+    for name, row in with_curves.items():
+        lines += ["", f"{row['title']}:", "", "| step | toolkit | reference | difference | seed noise | verdict |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        table = curve_table(row["curves"])
+        for step, c in table:
+            if c is None:
+                lines.append(f"| {step} | | | | | one side only |")
+            else:
+                lines.append(f"| {step} | {c.side(TOOLKIT)} | {c.side(REFERENCE)} | {c.difference:+.2f} | "
+                             f"{c.noise:.2f} | {c.verdict()} |")
+        decided = [(step, c) for step, c in table if c is not None and c.outcome != UNDECIDED]
+        if decided:
+            equal = sum(c.outcome == EQUAL for _, c in decided)
+            step, widest = max(decided, key=lambda sc: abs(sc[1].difference))
+            lines += ["", f"EQUAL at {equal} of {len(decided)} steps; the widest difference is "
+                      f"{widest.difference:+.2f} at step {step} (seed noise there {widest.noise:.2f})."]
+    return lines
+
+
+def plot_curves(rows: Dict[str, Any], path: str) -> Optional[str]:
+    """Draws each row's STS-B dev curves (one panel per row; each seed thin, the mean thick) into `path`."""
+    with_curves = {name: row for name, row in rows.items() if row.get("curves")}
+    if not with_curves:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(with_curves), figsize=(5.5 * len(with_curves), 4), squeeze=False)
+    for ax, row in zip(axes[0], with_curves.values()):
+        for side, color in ((TOOLKIT, "tab:blue"), (REFERENCE, "tab:orange")):
+            for points in (sides.get(side, []) for sides in row["curves"].values()):
+                if points:
+                    ax.plot(*zip(*points), color=color, alpha=0.3, linewidth=0.8)
+            means = [(step, c._mean(c.toolkit if side == TOOLKIT else c.reference))
+                     for step, c in curve_table(row["curves"]) if c is not None]
+            if means:
+                ax.plot(*zip(*means), color=color, linewidth=2, label=f"{side} (mean over seeds)")
+        ax.set_title(row["title"])
+        ax.set_xlabel("step")
+        ax.set_ylabel("STS-B dev (Spearman x100)")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
 
 
 def _pause_lines(pause: Optional[Dict[str, Any]]) -> List[str]:
@@ -359,6 +448,7 @@ def write_results(record: Dict[str, Any], results_dir: str, load: Optional[harne
     versions = record.get("versions", {})
     if versions:
         setting.append("Versions: " + "; ".join(f"{k} {v}" for k, v in versions.items()))
+    plot_curves(record.get("rows", {}), os.path.join(results_dir, "curves.png"))
     return harness.write_page(results_dir, "Training parity with reference trainers", "bench.parity",
                               page_lines(record), record, load, setting)
 
@@ -411,7 +501,8 @@ class Stopwatch:
 
 def timing(record: Dict[str, Any]) -> Dict[str, Any]:
     """The timing fields of a side's done.json record."""
-    return {k: record[k] for k in ("seconds", "fit_seconds", "other_cores", "loaded", "resumed") if k in record}
+    return {k: record[k] for k in ("seconds", "fit_seconds", "eval_seconds", "snapshot_seconds", "other_cores",
+                                   "loaded", "resumed") if k in record}
 
 
 def ordered_rows(columns: Sequence[Sequence[Any]], batch_size: int, steps: int, seed: int) -> List[int]:
@@ -475,10 +566,15 @@ class Bench:
         if started:
             logging.info("Resuming %s (%s).", folder, started[-1])
             config = config.replace(resume=started[-1])
+        evaluator = TimedEvaluator(self.data_path) if config.run.eval_every else None
         with Stopwatch(self.max_load) as watch:
-            result = train(config)
+            result = train(config, evaluator=evaluator)
         paths = RunPaths.for_run(folder, result["run_id"])
-        record = {**watch.record(), "resumed": bool(started), "run_id": result["run_id"],
+        extra = {}
+        if evaluator is not None:
+            extra = {"eval_seconds": round(evaluator.seconds, 1),
+                     "curve": toolkit_curve(os.path.join(folder, os.path.relpath(paths.log_dir, folder)))}
+        record = {**watch.record(), **extra, "resumed": bool(started), "run_id": result["run_id"],
                   "model_dir": os.path.relpath(result["model_dir"], folder),
                   "log_dir": os.path.relpath(paths.log_dir, folder),
                   "ckpt_dir": os.path.relpath(paths.checkpoint_dir, folder), "data": result["data"],
@@ -513,6 +609,8 @@ class Bench:
         result = read_json(os.path.join(folder, "result.json"))
         os.remove(job_path)  # the examples are large; the settings are in the record
         record = {**watch.record(), "fit_seconds": round(result["seconds"], 1), "losses": result["losses"],
+                  "snapshot_steps": result.get("snapshot_steps", []),
+                  "snapshot_seconds": round(result.get("snapshot_seconds", 0.0), 1),
                   "versions": {k: result[k] for k in ("torch", "sentence_transformers", "transformers", "tokenizers",
                                                       "torch_threads")},
                   "job": {k: v for k, v in job.items() if k not in ("examples", "labels")}}
@@ -554,6 +652,75 @@ class Bench:
         scores = {"sts_avg": sts["avg"], "stsb_dev": sts["stsb"]["dev"]}
         write_json(path, scores)
         return scores
+
+
+    @functools.cached_property
+    def start_max_seq_len(self) -> int:
+        """The start's own maximum length: the length a toolkit run evaluates itself at (`with_length()`)."""
+        from common.models.encoder import EncoderConfig
+        from common.models.sources import build_encoder
+
+        return build_encoder(EncoderConfig(spec=self.start)).model_max_seq_len
+
+    def reference_curve(self, folder: str, steps: Sequence[int], pooling: str) -> List[List[float]]:
+        """STS-B dev of the reference's snapshots (`folder`/snapshots/step_<k>/), scored as the toolkit's run
+        scores itself during training: `StsbDevEvaluator` on the toolkit's encoder of the snapshot (the
+        row's pooling), at the start's own length, as the run's `with_length()` embeds (not the snapshot's
+        own: sentence-transformers writes the training length into its tokenizer_config.json). Cached in
+        `folder`/curve.json; the snapshots are then removed (the final one is a link to `model/`, which
+        stays)."""
+        path = os.path.join(folder, "curve.json")
+        cached = read_json(path)
+        if cached is not None:
+            shutil.rmtree(os.path.join(folder, "snapshots"), ignore_errors=True)  # left by an interruption
+            return cached
+        from common.evaluation.evaluators import StsbDevEvaluator
+        from common.models.encoder import EncoderConfig
+        from common.models.sources import build_encoder
+
+        evaluator = StsbDevEvaluator(self.data_path, progress=False)
+        points = []
+        for step in steps:
+            snapshot = os.path.join(folder, "snapshots", f"step_{step}")
+            encoder = build_encoder(EncoderConfig(spec=snapshot, pooling=pooling, max_seq_len=self.start_max_seq_len))
+            score = evaluator(encoder.with_length(self.start_max_seq_len).embedding_function())[evaluator.name]
+            points.append([int(step), round(float(score), 4)])
+        write_json(path, points)
+        shutil.rmtree(os.path.join(folder, "snapshots"))
+        return points
+
+
+class TimedEvaluator:
+    """The toolkit run's STS-B dev evaluator (train.py's), keeping the seconds its evaluations take."""
+
+    def __init__(self, data_path: str):
+        from common.evaluation.evaluators import StsbDevEvaluator
+
+        self.inner = StsbDevEvaluator(data_path, progress=False)
+        self.seconds = 0.0
+
+    def __call__(self, embed_fn) -> Dict[str, float]:
+        began = time.perf_counter()
+        try:
+            return self.inner(embed_fn)
+        finally:
+            self.seconds += time.perf_counter() - began
+
+
+def toolkit_curve(log_dir: str) -> List[List[float]]:
+    """The STS-B dev evaluations a toolkit run logged (`eval/stsb_dev_spearman`), as [[step, score], ...]."""
+    from common.evaluation.evaluators import StsbDevEvaluator
+    from common.training.curves import read_scalars
+
+    series = read_scalars(log_dir).get("", {}).get(f"eval/{StsbDevEvaluator.name}")
+    if series is None:
+        return []
+    return [[int(step), round(float(value), 4)] for step, value in zip(series.steps, series.values)]
+
+
+def curve_every(steps: int, points: int) -> int:
+    """Steps between the STS-B dev evaluations of a curve of `points` points over `steps` steps (0: no curve)."""
+    return max(1, steps // points) if points else 0
 
 
 def write_cross_start(config, start: str, folder: str) -> str:
@@ -634,13 +801,15 @@ class Row:
     losses: Dict[str, Dict[str, Dict[str, Any]]] = dataclasses.field(default_factory=dict)
     timings: Dict[str, Dict[str, Any]] = dataclasses.field(default_factory=dict)
     notes: List[str] = dataclasses.field(default_factory=list)
+    # {seed: {side: [[step, STS-B dev], ...]}}: the STS-B dev evaluations during training.
+    curves: Dict[str, Dict[str, List[List[float]]]] = dataclasses.field(default_factory=dict)
 
     def put(self, kind: str, key: str, seed: int, side: str, value: Any) -> None:
         getattr(self, kind).setdefault(key, {}).setdefault(str(seed), {})[side] = value
 
     def as_record(self) -> Dict[str, Any]:
         return {"title": self.title, "settings": self.settings, "page_rows": self.page_rows, "scores": self.scores,
-                "losses": self.losses, "timings": self.timings, "notes": self.notes}
+                "losses": self.losses, "timings": self.timings, "notes": self.notes, "curves": self.curves}
 
 
 def _lr(default: float) -> float:
@@ -660,6 +829,9 @@ def run_simcse(bench: Bench, mode: str, seeds: Sequence[int]) -> Row:
                     train_lr=lr, max_seq_len=FLAGS.max_seq_len, train_epochs=1, train_steps_per_epoch=steps,
                     warmup_fraction=0.0, weight_decay=0.0, clip_norm=0.0, temperature=temperature,
                     dropout=FLAGS.dropout)
+    every = curve_every(steps, FLAGS.curve_points)
+    if every:
+        settings["eval_every"] = every  # absent without a curve: the folders of earlier runs stay valid
     name = f"simcse_{mode}"
     key = settings_key(name, {**settings, "score_max_seq_len": FLAGS.score_max_seq_len})
     title = f"SimCSE {mode} (mean pooling)"
@@ -679,8 +851,12 @@ def run_simcse(bench: Bench, mode: str, seeds: Sequence[int]) -> Row:
         job = dict(loss="mnrl", start=bench.start, examples=examples, batch_size=batch, steps=steps, lr=lr,
                    adam_epsilon=ADAM_EPSILON, weight_decay=0.0, warmup_steps=0, clip_norm=0.0,
                    max_seq_len=FLAGS.max_seq_len, pooling="mean", scale=1.0 / temperature, seed=seed,
-                   dropout=FLAGS.dropout)
+                   dropout=FLAGS.dropout, snapshot_every=every)
         ref = bench.reference(os.path.join(base, REFERENCE), job)
+        if every:
+            row.curves[str(seed)] = {
+                TOOLKIT: done["curve"],
+                REFERENCE: bench.reference_curve(os.path.join(base, REFERENCE), ref["snapshot_steps"], "mean")}
         row.timings[str(seed)] = {TOOLKIT: timing(done), REFERENCE: timing(ref)}
         row.put("losses", name, seed, TOOLKIT, loss_summary(step_losses(os.path.join(base, TOOLKIT, done["log_dir"]))))
         row.put("losses", name, seed, REFERENCE, loss_summary(ref["losses"]))
@@ -698,7 +874,8 @@ def run_simcse(bench: Bench, mode: str, seeds: Sequence[int]) -> Row:
         f"(weight decay 0, eps {ADAM_EPSILON:g}), `WarmupLinear` with 0 warm-up steps, no clip.",
         "SimCSE's MLP (the toolkit's `--pooling=cls_mlp`, the official unsup setting) has no counterpart in "
         "sentence-transformers; both sides train and are scored with mean pooling and no MLP.",
-    ]
+    ] + ([f"STS-B dev every {every} steps on both sides (toolkit `--eval_every={every}`; the reference's model "
+          f"saved every {every} steps and scored afterwards)."] if every else [])
     return row
 
 

@@ -22,7 +22,11 @@ Losses (`loss`):
   `BertForSequenceClassification`) with `old_fit`'s default loss for one label, `BCEWithLogitsLoss`,
   on soft labels; a row is (sentence1, sentence2).
 
-`dropout` (optional) replaces the start's hidden and attention dropout rates.
+`dropout` (optional) replaces the start's hidden and attention dropout rates. `snapshot_every`
+(optional, bi-encoder losses) saves the model as it stands after every that many steps, as
+`snapshots/step_<k>/` (the same plain folder as `model/`), for bench/parity.py to score on STS-B dev
+with the toolkit's evaluator: the reference side's training curve. The saving time is left out of
+the fit's seconds and reported on its own.
 
 Writes into --out: `model/` (the trained Hugging Face model under the SentenceTransformer or
 CrossEncoder, `BertModel` or `BertForSequenceClassification`, as a plain folder with `vocab.txt`:
@@ -61,8 +65,10 @@ def versions() -> dict:
             "torch_threads": torch.get_num_threads()}
 
 
-def _recording(loss_module):
-    """`loss_module` wrapped so that every call's value is kept (old_fit reports none)."""
+def _recording(loss_module, before_step=None):
+    """`loss_module` wrapped so that every call's value is kept (old_fit reports none). old_fit calls
+    the loss once per step, so the call after k values is the (k+1)-th step, and the weights are those
+    of k optimizer steps: `before_step(k)`, if given, runs then."""
     import torch
 
     class Recording(torch.nn.Module):
@@ -72,11 +78,38 @@ def _recording(loss_module):
             self.values = []
 
         def forward(self, *args, **kwargs):
+            if before_step is not None:
+                before_step(len(self.values))
             value = self.inner(*args, **kwargs)
             self.values.append(float(value.detach()))
             return value
 
     return Recording(loss_module)
+
+
+class Snapshots:
+    """Saves the model every `every` steps (after steps every, 2 every, ...) under `out`/snapshots/,
+    and keeps the seconds it took (left out of the fit's time)."""
+
+    def __init__(self, every: int, save, out: str):
+        self.every, self.save, self.folder = every, save, os.path.join(out, "snapshots")
+        self.seconds = 0.0
+        self.steps = []
+
+    def __call__(self, done: int) -> None:
+        if not self.every or done == 0 or done % self.every:
+            return
+        began = time.perf_counter()
+        self.save(os.path.join(self.folder, f"step_{done}"))
+        self.steps.append(done)
+        self.seconds += time.perf_counter() - began
+
+    def finish(self, done: int, final: str) -> None:
+        """The last step's snapshot is the saved model itself: linked, not saved twice."""
+        if self.every and done % self.every == 0:
+            os.makedirs(self.folder, exist_ok=True)
+            os.symlink(os.path.relpath(final, self.folder), os.path.join(self.folder, f"step_{done}"))
+            self.steps.append(done)
 
 
 def _fit_arguments(job: dict) -> dict:
@@ -141,14 +174,19 @@ def train_bi_encoder(job: dict, out: str) -> dict:
         loss = MultipleNegativesRankingLoss(model, scale=float(job["scale"]))
     else:
         loss = CosineSimilarityLoss(model)
-    loss = _recording(loss)
+    snapshots = Snapshots(int(job.get("snapshot_every") or 0),
+                          lambda folder: save_hf_folder(transformer.auto_model, model.tokenizer, folder), out)
+    loss = _recording(loss, snapshots)
     loader = _batches(job)
     first = model.smart_batching_collate([loader.dataset[i] for i in range(int(job["batch_size"]))])[0]
     start = time.perf_counter()
     model.old_fit(train_objectives=[(loader, loss)], steps_per_epoch=int(job["steps"]), **_fit_arguments(job))
-    seconds = time.perf_counter() - start
-    save_hf_folder(transformer.auto_model, model.tokenizer, os.path.join(out, "model"))
-    return {"seconds": seconds, "losses": loss.values,
+    seconds = time.perf_counter() - start - snapshots.seconds
+    final = os.path.join(out, "model")
+    save_hf_folder(transformer.auto_model, model.tokenizer, final)
+    snapshots.finish(len(loss.values), final)
+    return {"seconds": seconds, "losses": loss.values, "snapshot_steps": snapshots.steps,
+            "snapshot_seconds": snapshots.seconds,
             "first_batch_padded_lengths": [int(f["input_ids"].shape[1]) for f in first]}
 
 

@@ -41,9 +41,10 @@ def _record(loaded: bool) -> dict:
     def seed(t, r):
         return {"toolkit": {"sts_avg": t, "stsb_dev": t + 10}, "reference": {"sts_avg": r, "stsb_dev": r + 10}}
 
-    timings = {"0": {"toolkit": {"seconds": 30.0, "loaded": loaded}, "reference": {"seconds": 60.0,
-                                                                                   "fit_seconds": 50.0}},
-               "1": {"toolkit": {"seconds": 31.0}, "reference": {"seconds": 61.0, "fit_seconds": 51.0}}}
+    timings = {"0": {"toolkit": {"seconds": 30.0, "eval_seconds": 4.0, "loaded": loaded},
+                     "reference": {"seconds": 60.0, "fit_seconds": 50.0}},
+               "1": {"toolkit": {"seconds": 31.0, "eval_seconds": 5.0}, "reference": {"seconds": 61.0,
+                                                                                      "fit_seconds": 51.0}}}
     losses = {"0": {"toolkit": {"first": 0.75, "last_tenth": 0.2}, "reference": {"first": 0.77, "last_tenth": 0.21}}}
     return {
         "settings": {"start": "<data_path>/starts/bert_mini_books", "steps": 500, "batch_size": 64, "seeds": "0,1",
@@ -78,8 +79,8 @@ def test_page_states_the_rule_the_verdicts_and_the_checks(tmp_path):
     assert cross and "**DIFFERENT** by +10.05 (noise 0.14)" in cross[0]
     assert any(line.startswith("| Trans-Encoder bi | STS avg | 52.00 | 52.00 |") and parity.UNDECIDED in line
                for line in lines)
-    assert "| SimCSE unsup (mean pooling) | 0.75 | 0.77 | 0.2 | 0.21 | 30 / 31 (LOADED: 1 of 2) | 60 / 61 | " \
-           "50 / 51 |" in text
+    assert "| SimCSE unsup (mean pooling) | 0.75 | 0.77 | 0.2 | 0.21 | 30 / 31 (LOADED: 1 of 2) | " \
+           "4 / 5 (LOADED: 1 of 2) | 60 / 61 | 50 / 51 |" in text
     assert "STS avg 50.77, STS-B dev 59.70" in text
     for name, _ in parity.FORMULA_TESTS["pause"] + parity.FORMULA_TESTS["declutr"]:
         assert f"`{name}`" in text
@@ -126,3 +127,42 @@ def test_settings_choose_the_folder():
     a = parity.settings_key("simcse_unsup", {"steps": 20, "lr": 3e-5})
     assert a == parity.settings_key("simcse_unsup", {"lr": 3e-5, "steps": 20}) and a.startswith("simcse_unsup-")
     assert a != parity.settings_key("simcse_unsup", {"steps": 21, "lr": 3e-5})
+
+
+def test_the_curves_get_a_verdict_at_each_step_and_a_plot(tmp_path):
+    record = _record(loaded=False)
+    record["rows"]["simcse_unsup"]["curves"] = {
+        "0": {"toolkit": [[10, 60.0], [20, 64.0]], "reference": [[10, 60.2], [20, 62.0]]},
+        "1": {"toolkit": [[10, 61.0], [20, 64.2]], "reference": [[10, 60.6], [20, 62.2], [30, 63.0]]}}
+    text = parity.write_results(record, str(tmp_path), load=None)
+    section = text.split("## STS-B dev during training")[1].split("## Training losses")[0]
+    assert "| 10 | 60.50 ± 0.71 | 60.40 ± 0.28 | +0.10 | 0.71 | **EQUAL** |" in section
+    assert "| 20 | 64.10 ± 0.14 | 62.10 ± 0.14 | +2.00 | 0.14 | **DIFFERENT** by +2.00 (noise 0.14) |" in section
+    assert "| 30 | | | | | one side only |" in section
+    assert "EQUAL at 1 of 2 steps; the widest difference is +2.00 at step 20 (seed noise there 0.14)." in section
+    assert "Trans-Encoder bi" not in section  # a row without curves has no table
+    assert (tmp_path / "curves.png").stat().st_size > 1000
+
+
+def test_no_curve_no_section_and_no_plot(tmp_path):
+    text = parity.write_results(_record(loaded=False), str(tmp_path), load=None)
+    assert "STS-B dev during training" not in text and not (tmp_path / "curves.png").exists()
+    assert parity.curve_every(100, 10) == 10 and parity.curve_every(5, 10) == 1 and parity.curve_every(100, 0) == 0
+
+
+def test_the_reference_snapshots_fall_after_every_kth_step_and_the_last_is_the_model(tmp_path):
+    from bench import parity_worker
+
+    saved = []
+    snapshots = parity_worker.Snapshots(2, saved.append, str(tmp_path))
+    for done in range(5):  # the loss is called before steps 1..5: after 0..4 optimizer steps
+        snapshots(done)
+    assert [os.path.basename(f) for f in saved] == ["step_2", "step_4"] and snapshots.steps == [2, 4]
+    (tmp_path / "model").mkdir()
+    snapshots.finish(5, str(tmp_path / "model"))  # 5 steps: no snapshot at the end
+    assert snapshots.steps == [2, 4]
+    snapshots = parity_worker.Snapshots(2, saved.append, str(tmp_path))
+    snapshots.finish(6, str(tmp_path / "model"))
+    link = tmp_path / "snapshots" / "step_6"
+    assert snapshots.steps == [6] and link.is_symlink() and link.resolve() == (tmp_path / "model").resolve()
+    assert parity_worker.Snapshots(0, saved.append, str(tmp_path)).steps == []
