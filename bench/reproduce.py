@@ -573,7 +573,7 @@ def probe_missing_rows(ladder: Ladder, raw: str, lr: float, seeds: List[int], si
     }
     not_run = {}
     for family, (method, settings, rows, steps) in plan.items():
-        missing = [row for row in rows if "sts_avg" not in ladder.scores.get(row, {})]
+        missing = [row for row in rows if not row_scored(ladder.scores, row)]
         if not missing:
             continue
         per_step = ladder.probe(family, method, settings, FLAGS.probe_steps)
@@ -586,9 +586,19 @@ def probe_missing_rows(ladder: Ladder, raw: str, lr: float, seeds: List[int], si
     ladder._save("_not_run")
 
 
+def row_scored(scores: Dict[str, Any], row: str) -> bool:
+    """Whether the planned row `row` has its STS score (a Trans-Encoder row's is its bi-encoder's)."""
+    return "sts_avg" in scores.get(row.replace("trans_encoder seed", "trans_encoder bi seed"), {})
+
+
 def not_run_lines(scores: Dict[str, Any]) -> List[str]:
-    """The page's account of the planned rows not run yet, with the training time they would need here."""
-    found = scores.get("_not_run", {})
+    """The page's account of the planned rows not run yet, with the training time they would need here: the
+    rows of the last probe (`_not_run`) less those scored since."""
+    found = {}
+    for family, entry in scores.get("_not_run", {}).items():
+        rows = [row for row in entry["rows"] if not row_scored(scores, row)]
+        if rows:
+            found[family] = dict(entry, rows=rows)
     if not found:
         return []
     lines = ["## Not run yet", "",

@@ -301,3 +301,12 @@ def test_a_probe_times_the_steps_of_a_row_and_the_page_says_what_rows_not_run_wo
                                "cycle1_cross_a 1 s, cycle1_bi_a 0.5 s per step") for line in lines)
     assert "In all: about 0.3 h of training on this machine." in lines
     assert reproduce.not_run_lines({}) == []
+    # Rows scored since the probe leave the account; a family all scored leaves it whole.
+    scores["pause 5% seed 1"] = {"sts_avg": 50.0}
+    scores["trans_encoder bi seed 0"] = {"sts_avg": 40.0}
+    lines = reproduce.not_run_lines(scores)
+    assert "- pause: 1 rows (pause 5% seed 0), each 200 steps at training 0.9 s per step (measured over 30 " \
+           "steps): about 0.1 h of training in all." in lines
+    assert not any("trans_encoder" in line for line in lines)
+    scores["pause 5% seed 0"] = {"sts_avg": 50.0}
+    assert reproduce.not_run_lines(scores) == []
