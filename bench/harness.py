@@ -109,7 +109,7 @@ def write_page(results_dir: str, title: str, module: str, body: Sequence[str], d
         setting: sequence of str. Further header bullets (what was measured, with what).
     """
     extra = ([load.line()] if load is not None else []) + list(setting)
-    lines = pages.header(title, module, pages.command(module), extra) + list(body)
+    lines = pages.header(title, module, pages.command(module), extra, results_dir) + list(body)
     if load is not None and isinstance(data, dict):
         data = {**data, "load": load.record()}
     return pages.write(results_dir, lines, data)

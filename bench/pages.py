@@ -15,13 +15,20 @@ import time
 from typing import Any, List, Sequence
 
 
-def commit() -> str:
-    """The checkout's short commit, marked when tracked files have uncommitted changes."""
+def commit(own: str = "") -> str:
+    """The checkout's short commit, marked when tracked files have uncommitted changes; changes under
+    `own` (the page's own folder, which an earlier run of the benchmark rewrote) do not count."""
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                               check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True).stdout.strip()
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                                text=True, check=True).stdout.splitlines()
+        dirty = [line[3:] for line in status]  # porcelain: "XY path", the path from the checkout's root
+        if own:
+            root = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
+                                  check=True).stdout.strip()
+            prefix = os.path.relpath(os.path.abspath(own), root).rstrip("/") + "/"
+            dirty = [path for path in dirty if not path.startswith(prefix)]
         return head + (" (with uncommitted changes)" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -43,10 +50,11 @@ def command(module: str) -> str:
     return " ".join([f"python -m {module}"] + sys.argv[1:])
 
 
-def header(title: str, module: str, invoked: str, extra: Sequence[str] = ()) -> List[str]:
-    """The page's opening lines: title, who writes it, command, commit, machine, date, and `extra` bullets."""
+def header(title: str, module: str, invoked: str, extra: Sequence[str] = (), results_dir: str = "") -> List[str]:
+    """The page's opening lines: title, who writes it, command, commit (its own folder's changes aside),
+    machine, date, and `extra` bullets."""
     return [f"# {title}", "", f"Written by `{module.replace('.', '/')}.py`; do not edit by hand.", "",
-            f"- Command: `{invoked}`", f"- Commit: {commit()}", f"- Machine: {machine()}",
+            f"- Command: `{invoked}`", f"- Commit: {commit(results_dir)}", f"- Machine: {machine()}",
             f"- Written: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", *[f"- {e}" for e in extra], ""]
 
 

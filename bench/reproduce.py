@@ -1015,7 +1015,7 @@ def _sweep_lines(scores: Dict[str, Any]) -> List[str]:
 def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, command: str) -> str:
     """The results page (`results_dir`/README.md), its plots and results.json; returns the page's text."""
     found = claims(scores, FLAGS.percentages, collapsed_runs(scores, runs_root))
-    lines = pages.header("Reproduction ladder: results", "bench.reproduce", command)
+    lines = pages.header("Reproduction ladder: results", "bench.reproduce", command, results_dir=results_dir)
     lines += _start_lines(scores) + [""]
     sweeps = _sweep_lines(scores)
     if sweeps:
