@@ -362,18 +362,21 @@ def curve_lines(rows: Dict[str, Any]) -> List[str]:
              "afterwards by the same evaluator on the toolkit's encoder of each snapshot, at the start's own "
              "maximum length, as the run's own evaluation embeds. The last step's scores equal the final "
              "models' STS-B dev above. The evaluations do not touch training on either side: "
-             "they run without dropout and consume no example. The Trans-Encoder phases are compared at their "
-             "ends only.", "", "![STS-B dev during training](curves.png)"]
+             "they run without dropout and consume no example. The points of one curve come from the same runs, "
+             "so they are not independent draws: a lead held over consecutive steps is one observation, to be "
+             "read against its se. The Trans-Encoder phases are compared at their ends only.", "",
+             "![STS-B dev during training](curves.png)"]
     for name, row in with_curves.items():
-        lines += ["", f"{row['title']}:", "", "| step | toolkit | reference | difference | seed noise | verdict |",
-                  "| --- | --- | --- | --- | --- | --- |"]
+        lines += ["", f"{row['title']}:", "",
+                  "| step | toolkit | reference | difference | seed noise | se | verdict |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
         table = curve_table(row["curves"])
         for step, c in table:
             if c is None:
-                lines.append(f"| {step} | | | | | one side only |")
+                lines.append(f"| {step} | | | | | | one side only |")
             else:
                 lines.append(f"| {step} | {c.side(TOOLKIT)} | {c.side(REFERENCE)} | {c.difference:+.2f} | "
-                             f"{c.noise:.2f} | {c.verdict()} |")
+                             f"{c.noise:.2f} | {c.se:.2f} | {c.verdict()} |")
         decided = [(step, c) for step, c in table if c is not None and c.outcome != UNDECIDED]
         if decided:
             equal = sum(c.outcome == EQUAL for _, c in decided)
