@@ -591,6 +591,7 @@ class Bench:
         """Runs (or reuses) one worker job in `folder`; returns its result with the wall time."""
         done = read_json(os.path.join(folder, "done.json"))
         if done is not None:
+            self.worker_versions = done.get("versions", self.worker_versions)  # a page of cached runs names them too
             return done
         if not os.path.exists(self.reference_python):
             raise FileNotFoundError(f"{self.reference_python} not found: build the reference environment with "
