@@ -1012,6 +1012,19 @@ def _sweep_lines(scores: Dict[str, Any]) -> List[str]:
             + " (STS-B dev of each run's published step)." for family, sweep in sorted(sweeps.items())]
 
 
+# Invocations shorter than this train nothing (a page rewrite): their CPU ratio has a near-zero denominator.
+MIN_TIMED_INVOCATION = 60.0
+
+
+def other_cores_clause(invocations) -> str:
+    """The page's account of the CPU other processes used, over the invocations that ran a minute or more."""
+    timed = [i for i in invocations if i.get("seconds", 0) >= MIN_TIMED_INVOCATION]
+    if not timed or not all("other_cores" in i for i in timed):
+        return ""
+    return (f"; CPU used by other processes, averaged over each invocation of a minute or more: at most "
+            f"{max(i['other_cores'] for i in timed):.2f} cores")
+
+
 def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, command: str) -> str:
     """The results page (`results_dir`/README.md), its plots and results.json; returns the page's text."""
     found = claims(scores, FLAGS.percentages, collapsed_runs(scores, runs_root))
@@ -1042,9 +1055,7 @@ def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, comm
         lines.append(f"Ladder busy time: {busy:.0f} s, the union of the wall-clock intervals of its "
                      f"{len(invocations)} invocation(s); highest 1-minute load average seen at a save (the ladder's "
                      f"own threads included): {max(i['max_load1'] for i in invocations):.2f}"
-                     + ("" if not all("other_cores" in i for i in invocations) else
-                        f"; CPU used by other processes, averaged over each invocation: at most "
-                        f"{max(i['other_cores'] for i in invocations):.2f} cores") + ".")
+                     + other_cores_clause(invocations) + ".")
     commands = sorted((i["start"], i.get("command", "(not recorded)")) for i in meta.get("invocations", {}).values())
     if commands:
         lines += ["", "The invocations that trained and scored the rows "

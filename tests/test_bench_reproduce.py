@@ -310,3 +310,14 @@ def test_a_probe_times_the_steps_of_a_row_and_the_page_says_what_rows_not_run_wo
     assert not any("trans_encoder" in line for line in lines)
     scores["pause 5% seed 0"] = {"sts_avg": 50.0}
     assert reproduce.not_run_lines(scores) == []
+
+
+def test_a_page_rewrite_of_no_seconds_does_not_set_the_other_cores():
+    from bench import reproduce
+
+    invocations = [dict(seconds=3900.0, other_cores=1.08), dict(seconds=0.4, other_cores=4.3),
+                   dict(seconds=6462.0, other_cores=0.02)]
+    assert reproduce.other_cores_clause(invocations) == ("; CPU used by other processes, averaged over each "
+                                                         "invocation of a minute or more: at most 1.08 cores")
+    assert reproduce.other_cores_clause([dict(seconds=0.4, other_cores=4.3)]) == ""
+    assert reproduce.other_cores_clause([dict(seconds=100.0)]) == ""
