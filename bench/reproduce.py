@@ -77,7 +77,9 @@ def define_flags() -> None:
                       "learning rate on STS-B dev (empty: --finetune_lr).")
     flags.DEFINE_integer("simcse_eval_every", 125, "SimCSE: steps between STS-B dev evaluations; the best is kept "
                          "(the official trainer's 125).")
-    flags.DEFINE_integer("pause_steps", 200, "PAUSE and supervised-only steps of 64 pairs.")
+    flags.DEFINE_integer("pause_steps", 2000, "PAUSE and supervised-only steps of 64 pairs.")
+    flags.DEFINE_integer("pause_eval_every", 250, "PAUSE and supervised-only: steps between STS-B dev evaluations; "
+                         "the best is kept (--publish_best), as for the SimCSE rows.")
     flags.DEFINE_list("percentages", ["1", "5", "10", "30", "100"], "Label percentages for PAUSE and supervised-only.")
     flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds of every trained row (the verdicts need 3).")
     flags.DEFINE_integer("declutr_steps", 300, "DeCLUTR steps of 8 documents.")
@@ -97,6 +99,11 @@ def define_flags() -> None:
 
 NLI_OFFLINE = ("senteval:dev", "senteval:test")
 PERCENT_ROWS = ("pause", "supervised")
+# The PAUSE stage's rows at each label percentage: (kind, settings beyond the shared ones).
+PAUSE_FAMILY = (("pause", {}), ("supervised", dict(annealing="off", labeled_batch_fraction=1.0)))
+# Its labelled ablations at 5 % of the labels: (row, settings).
+PAUSE_ABLATIONS = (("pause 5% PU weight 1 from the start", dict(anneal_power=0.0)),
+                   ("pause 5% per-epoch annealing", dict(annealing="per_epoch")))
 
 
 def step_seconds(log_dir: str) -> Dict[str, float]:
@@ -117,6 +124,22 @@ def step_seconds(log_dir: str) -> Dict[str, float]:
     return found
 
 
+# The scalars a run's record keeps for the page's curves, so a page rewritten on another machine (without the
+# run's event files) still draws them: {name in the record: TensorBoard tag}.
+CURVE_TAGS = {"stsb_dev": "eval/stsb_dev_spearman", "loss": "train/loss", "accuracy": "train/accuracy",
+              "pu_weight": "train/pu_weight"}
+
+
+def run_curves(run_root: str) -> Dict[str, List[List[float]]]:
+    """{name: [[step, value], ...]} of `CURVE_TAGS` found in a run's event files (every piece of a resumed run)."""
+    found = {}
+    for name, tag in CURVE_TAGS.items():
+        steps, values = _scalars(run_root, tag)
+        if steps:
+            found[name] = [[int(s), round(float(v), 5)] for s, v in zip(steps, values)]
+    return found
+
+
 class Ladder:
     """Runs (cached in their own artifacts roots) and their scores (cached in scores.json).
 
@@ -125,10 +148,18 @@ class Ladder:
     into scores.json under a file lock, each process writing only its own rows.
     """
 
-    def __init__(self, root: str, data_path: str):
+    def __init__(self, root: str, data_path: str, carry_from: str = None):
         self.root, self.data_path = root, data_path
         os.makedirs(root, exist_ok=True)
         self.scores_path = os.path.join(root, "scores.json")
+        if carry_from and not os.path.exists(self.scores_path) and os.path.exists(carry_from):
+            # A fresh artifacts root (a new machine) starts from the scores its page already holds, so a
+            # ladder spread over several machines trains only the rows that page does not have yet.
+            with open(carry_from) as f:
+                carried = json.load(f)["scores"]
+            with open(self.scores_path, "w") as f:
+                json.dump(carried, f, indent=1)
+            logging.info("Started %s from the %d entries of %s.", self.scores_path, len(carried), carry_from)
         self.scores: Dict[str, Any] = self._load()
         self.touched: set = set()
         # This invocation's wall-clock interval and the highest 1-minute load average seen at a save,
@@ -142,6 +173,11 @@ class Ladder:
 
     def _load(self) -> Dict[str, Any]:
         return json.load(open(self.scores_path)) if os.path.exists(self.scores_path) else {}
+
+    def finished(self, row: str, run: str) -> bool:
+        """Whether the scores entry `row` holds the scores of the run `run` (so neither needs its model again)."""
+        entry = self.scores.get(row, {})
+        return entry.get("run") == run and "sts_avg" in entry
 
     def run(self, name: str, method: str, settings: Dict[str, Any], evaluator=None, row: str = None) -> str:
         """Trains (or reuses, or resumes) the run `name`; returns its model directory.
@@ -173,7 +209,8 @@ class Ladder:
         result = train(config, evaluator)
         # A resumed run's seconds are those of its last piece; config.json has the total.
         record = dict(train_seconds=round(time.time() - began, 1), metrics=result["metrics"],
-                      run_id=result["run_id"], settings={k: v for k, v in settings.items() if k != "model"})
+                      run_id=result["run_id"], settings={k: v for k, v in settings.items() if k != "model"},
+                      curves=run_curves(root))
         for key in {name, row}:
             self._record(key, name, record)
         return result["model_dir"]
@@ -447,7 +484,7 @@ def main(argv):
                                 "(e.g. one bench/hf_pretrain.py wrote) or leave --start empty to pretrain here.")
     from common.training import registry
 
-    ladder = Ladder(FLAGS.artifacts_dir, FLAGS.data_path)
+    ladder = Ladder(FLAGS.artifacts_dir, FLAGS.data_path, carry_from=os.path.join(FLAGS.results_dir, "results.json"))
     ladder.keep_time()
     stages = set(FLAGS.stages)
     began = time.time()
@@ -478,7 +515,7 @@ def main(argv):
     seeds = [int(s) for s in FLAGS.seeds]
     senteval_seeds = {int(s) for s in FLAGS.senteval_seeds}
     sts_dev = None
-    if {"simcse", "trans_encoder"} & stages:
+    if {"simcse", "pause", "trans_encoder"} & stages:
         from common.evaluation.evaluators import StsbDevEvaluator
 
         sts_dev = StsbDevEvaluator(FLAGS.data_path, progress=False)
@@ -511,18 +548,34 @@ def main(argv):
             name = f"simcse sup seed {seed}"
             ladder.score(name, simcse("sup", seed, row=name), senteval=seed in senteval_seeds)
     if "pause" in stages:
-        # The paper's prior (1/3 for every class), not the toolkit's estimate from the labelled pairs.
+        # The paper's prior (1/3 for every class), not the toolkit's estimate from the labelled pairs. Every row
+        # evaluates STS-B dev every --pause_eval_every steps and publishes its best step, as the SimCSE rows do.
         common = dict(model=raw, train_data=NLI_OFFLINE, batch_size=64, max_seq_len=64, train_epochs=4,
-                      train_lr=lr, train_steps_per_epoch=FLAGS.pause_steps // 4, prior=1 / 3)
-        for seed in seeds:
-            for pct in FLAGS.percentages:
-                for kind, extra in (("pause", {}), ("supervised", dict(annealing="off", labeled_batch_fraction=1.0))):
-                    name = f"{kind} {pct}% seed {seed}"
-                    model = ladder.run(name, "pause", dict(common, seed=seed, pos_sample_prec=float(pct), **extra))
-                    ladder.score(name, model, senteval=seed in senteval_seeds and pct in FLAGS.senteval_percentages)
-        name = "pause 5% per-epoch annealing seed 0"
-        ladder.score(name, ladder.run(name, "pause", dict(common, pos_sample_prec=5.0, annealing="per_epoch")),
-                     senteval=False)
+                      train_lr=lr, train_steps_per_epoch=FLAGS.pause_steps // 4, prior=1 / 3,
+                      eval_every=FLAGS.pause_eval_every, publish_best=True)
+        budget = f"{FLAGS.pause_steps} steps"
+
+        def pause_row(row: str, seed: int, pct: str, extra: Dict[str, Any]) -> None:
+            # The run's name carries its budget, so a row trained at another budget (a page carried from an
+            # earlier ladder) is trained again rather than reused.
+            run = f"{row.split(' seed ')[0]} {budget} seed {seed}"
+            if ladder.finished(row, run):
+                return
+            model = ladder.run(run, "pause", dict(common, seed=seed, pos_sample_prec=float(pct), **extra),
+                               sts_dev, row=row)
+            ladder.score(row, model, senteval=seed in senteval_seeds and pct in FLAGS.senteval_percentages)
+
+        # Percentage by percentage in the order given, so the first one's claims are judged over every seed
+        # before the next percentage starts (a row takes about 20 minutes on 2 cores).
+        for pct in FLAGS.percentages:
+            for seed in seeds:
+                for kind, extra in PAUSE_FAMILY:
+                    pause_row(f"{kind} {pct}% seed {seed}", seed, pct, extra)
+        # Ablations at 5 %, after the family: the PU term at full weight from the first step (before the few
+        # labels are memorised), and the original code's per-epoch restart of the annealing.
+        for row, extra in PAUSE_ABLATIONS:
+            for seed in seeds:
+                pause_row(f"{row} seed {seed}", seed, "5", extra)
     if "declutr" in stages:
         spans = dict(model=raw, batch_size=8, max_seq_len=128, min_span_len=16, max_span_len=96, train_lr=lr,
                      train_steps_per_epoch=FLAGS.declutr_steps)
