@@ -22,7 +22,7 @@ from absl import logging
 
 from common.data.files import DATA_HELP, read_lines
 from common.errors import UserError
-from common.training.config import option
+from common.settings import option
 
 PER_LINE, PER_FILE, AUTO = "per_line", "per_file", "auto"
 LAYOUTS = (AUTO, PER_FILE, PER_LINE)

@@ -19,24 +19,10 @@ import typing
 from typing import Any, Dict, Optional, Tuple
 
 from common.errors import UserError
+from common.settings import option
 from common.models.sources.names import canonical_spec
 from common.models.precision import DEFAULT_PRECISION, PRECISION_HELP, check_precision
 from common.training.distribute import STRATEGIES
-
-
-def option(default: Any = dataclasses.MISSING, help: str = "", choices: Optional[Tuple[str, ...]] = None,
-           lower_bound: Optional[float] = None, flag: Optional[str] = None):
-    """A config field that is also a command-line flag.
-
-    Args:
-        default: The default value (tuples for list flags).
-        help: str. The flag's help text.
-        choices: tuple of str. Allowed values (an enum flag).
-        lower_bound: number. Smallest allowed value, checked by `check_field`.
-        flag: str. The flag's name when it differs from the field's.
-    """
-    meta = {"help": help, "choices": choices, "lower_bound": lower_bound, "flag": flag}
-    return dataclasses.field(default=default, metadata=meta)
 
 
 def columns_option():
