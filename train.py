@@ -21,7 +21,9 @@ from absl import app, flags
 
 from common import cli  # first: it quiets TensorFlow's start-up
 from common import artifacts
-from common.evaluation.evaluators import StsbDevEvaluator
+from common.data.tables import parse_columns
+from common.evaluation.evaluators import dev_evaluator
+from common.evaluation.sts import PAIR_SCORE_FIELDS
 from common.models.sources.resolve import CROSS_SUBDIR
 from common.flags import define_train_flags, train_config_from_flags
 from common.training.loop import NonFiniteLossError
@@ -36,8 +38,11 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
                              "--helpshort lists them.")
     config = train_config_from_flags(FLAGS, OWNERS)
+    run = config.run
+    evaluator = dev_evaluator(run.data_path, run.dev_data, run.dev_task,
+                              parse_columns(run.dev_columns, PAIR_SCORE_FIELDS) if run.dev_columns else None)
     try:
-        result = train(config, evaluator=StsbDevEvaluator(config.run.data_path, progress=False))
+        result = train(config, evaluator=evaluator)
     except NonFiniteLossError as e:
         sys.stderr.write(f"train.py: {e}\n")
         return 1

@@ -687,7 +687,8 @@ class Bench:
         for step in steps:
             snapshot = os.path.join(folder, "snapshots", f"step_{step}")
             encoder = build_encoder(EncoderConfig(spec=snapshot, pooling=pooling, max_seq_len=self.start_max_seq_len))
-            score = evaluator(encoder.with_length(self.start_max_seq_len).embedding_function())[evaluator.name]
+            embed_fn = encoder.with_length(self.start_max_seq_len).embedding_function()
+            score = evaluator(embed_fn)[evaluator.primary_metric]
             points.append([int(step), round(float(score), 4)])
         write_json(path, points)
         shutil.rmtree(os.path.join(folder, "snapshots"))
@@ -703,6 +704,9 @@ class TimedEvaluator:
         self.inner = StsbDevEvaluator(data_path, progress=False)
         self.seconds = 0.0
 
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)  # the evaluator's contract: name, primary_metric, greater_is_better
+
     def __call__(self, embed_fn) -> Dict[str, float]:
         began = time.perf_counter()
         try:
@@ -716,7 +720,7 @@ def toolkit_curve(log_dir: str) -> List[List[float]]:
     from common.evaluation.evaluators import StsbDevEvaluator
     from common.training.curves import read_scalars
 
-    series = read_scalars(log_dir).get("", {}).get(f"eval/{StsbDevEvaluator.name}")
+    series = read_scalars(log_dir).get("", {}).get(f"eval/{StsbDevEvaluator.primary_metric}")
     if series is None:
         return []
     return [[int(step), round(float(value), 4)] for step, value in zip(series.steps, series.values)]

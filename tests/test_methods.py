@@ -18,7 +18,7 @@ import sys
 import numpy as np
 import pytest
 
-from common.evaluation.evaluators import StsbDevEvaluator
+from common.evaluation.evaluators import StsbDevEvaluator, dev_evaluator
 from common.training import registry
 from common.training.runs import train
 from distributed_checks import ROOT, assert_replicas_agree, replica_checks
@@ -124,3 +124,28 @@ def test_resumed_run_equals_uninterrupted_run(name, script_run, tmp_path):
         np.testing.assert_allclose(a[key], b[key], atol=1e-6, err_msg=key)
     assert full_fingerprint == resumed["weights_fingerprint"]
     assert moved  # the runs did train: the weights moved while they trained
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_every_method_evaluates_and_selects_on_the_users_own_dev_pairs(name, tmp_path):
+    """train.py --dev_data: the user's pairs replace STS-B dev in every method's evaluations and selection."""
+    data = write_sts_root(str(tmp_path / "data"))
+    dev = tmp_path / "dev.tsv"
+    dev.write_text("sentence1\tsentence2\tscore\n" + "".join(
+        f"{a}\t{b}\t{s}\n" for a, b, s in [("a man plays a guitar .", "a man plays music .", 4.5),
+                                           ("a dog runs .", "stocks fell on monday .", 0.2),
+                                           ("a woman cuts onions .", "someone cuts an onion .", 4.0),
+                                           ("the sun is up .", "a man plays a guitar .", 1.0)]))
+    method = registry.get(name)
+    settings = {**method.smoke(data), "train_epochs": 1, "train_steps_per_epoch": 2, "dev_data": str(dev),
+                "artifacts_dir": str(tmp_path / "artifacts")}
+    if method.driver is None:  # a driver (Trans-Encoder) selects within each phase, on the same evaluator
+        settings.update(eval_every=1, publish_best=True)
+    result = train(registry.build_config(name, settings), evaluator=dev_evaluator(data, str(dev)))
+    record = json.load(open(os.path.join(result["model_dir"], "config.json")))
+    if method.driver is None:
+        assert record["selection"]["metric"] == "dev_spearman" and np.isfinite(record["selection"]["score"])
+    else:
+        assert all("dev_spearman" in phase for phase in record["phases"])
+        assert np.isfinite(record["metrics"]["dev_spearman"])
+    assert "stsb_dev_spearman" not in record["metrics"]

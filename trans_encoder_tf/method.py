@@ -6,10 +6,10 @@ cosine scores, every pair in both orders) and then `cycle<c>_bi_<m>` (each
 bi-encoder on the mean of the cross-encoders' sigmoid scores), for m in a, b.
 Every phase is one `run_training` under `common.training.phases.PhaseRunner`: its
 own checkpoints, its pseudo-labels saved before it trains, its final weights and
-STS-B dev score recorded when it ends, so a run killed in any phase resumes there
+evaluator's score (STS-B dev by default) recorded when it ends, so a run killed in any phase resumes there
 and ends with the weights of an uninterrupted run. The artifact holds the
 bi-encoder (`embedding/`) and the cross-encoder(s) (`cross/`) of the cycles with
-the best STS-B dev score (the last cycle without an evaluator).
+the best evaluator score (the last cycle without an evaluator).
 """
 
 from __future__ import annotations
@@ -47,7 +47,17 @@ from trans_encoder_tf.model import BiEncoderModel, CrossEncoderModel
 KINDS = ("cross", "bi")
 MEMBERS = ("a", "b")
 LABEL_BATCH_SIZE = 128
-DEV_KEY = "stsb_dev_spearman"
+DEV_KEY = "stsb_dev_spearman"  # the primary metric of train.py's default evaluator (STS-B dev)
+
+
+def dev_key(evaluator) -> str:
+    """The metric phases are selected and cycles chosen on: the evaluator's primary metric."""
+    return evaluator.primary_metric if evaluator is not None else DEV_KEY
+
+
+def better(evaluator) -> bool:
+    """Whether a higher score is better (the evaluator's `greater_is_better`; STS-B dev without one)."""
+    return evaluator.greater_is_better if evaluator is not None else True
 
 
 # === The models and their starts ===
@@ -129,12 +139,13 @@ def phase_loop(config: TrainConfig, kind: str, n_pairs: int) -> LoopConfig:
 
 
 def phase_evaluation(config: TrainConfig, ctx: RunContext, loop: LoopConfig, scorer: "DevScorer"):
-    """(loop, evaluate, selection) of a phase: with `best_in_phase` and an evaluator, STS-B dev
+    """(loop, evaluate, selection) of a phase: with `best_in_phase` and an evaluator, its score
     every `evaluation_steps` steps and at epoch ends selects the phase's weights; otherwise the
     epoch ends are scored when `eval_each_epoch` (the last step once the phase ends)."""
     if config.options.best_in_phase and ctx.evaluator is not None:
         # Every worker scores (deterministically), and run_training hands all the chief's score.
-        return loop, lambda step: scorer(ctx.evaluator)[0], Selection(DEV_KEY)
+        return loop, lambda step: scorer(ctx.evaluator)[0], Selection(dev_key(ctx.evaluator),
+                                                                      better(ctx.evaluator))
     evaluator = ctx.evaluator if ctx.chief else None
     loop = dataclasses.replace(loop, evaluate_every=0, evaluate_epoch_ends=config.run.eval_each_epoch)
     return loop, lambda step: scorer(evaluator)[0] if step < loop.total_steps else {}, None
@@ -248,7 +259,7 @@ class DevScorer:
 
     def __call__(self, evaluator) -> Tuple[Dict[str, float], Optional[np.ndarray]]:
         """({metric: value}, the cross-encoder's dev predictions or None); ({}, None) without an evaluator."""
-        if evaluator is None or (self.kind == "cross" and not hasattr(evaluator, "pair_predictions")):
+        if evaluator is None or (self.kind == "cross" and not evaluator.scores_cross_encoders):
             return {}, None
         if self.fn is None:
             # The bi-encoder at the length it is published and used at, not the one it labels and trains at.
@@ -257,7 +268,7 @@ class DevScorer:
         if self.kind == "bi":
             return evaluator(self.fn), None
         predictions = evaluator.pair_predictions(self.fn)
-        return evaluator.spearman_of(predictions), predictions
+        return evaluator.metrics_of(predictions), predictions
 
 
 def driver(ctx: RunContext) -> RunOutcome:
@@ -273,7 +284,7 @@ def driver(ctx: RunContext) -> RunOutcome:
     start: Dict[str, float] = {}  # STS-B dev of the starting bi-encoders
     if evaluator is not None:
         for m in team:
-            start[f"bi_{m}"] = DevScorer(models.get("bi", m, 0), "bi")(evaluator)[0].get(DEV_KEY)
+            start[f"bi_{m}"] = DevScorer(models.get("bi", m, 0), "bi")(evaluator)[0].get(dev_key(evaluator))
     index = 0
     for cycle in range(1, config.options.cycles + 1):
         for kind in KINDS:
@@ -313,17 +324,19 @@ def driver(ctx: RunContext) -> RunOutcome:
 
 
 def _cycle_scores(runner: PhaseRunner, evaluator, phases: List[Dict], team) -> List[Dict]:
-    """STS-B dev per cycle: each bi-encoder, and the cross-encoder (ensemble: mean of predictions)."""
+    """The evaluator's primary metric per cycle: each bi-encoder, and the cross-encoder (ensemble: mean of
+    predictions)."""
+    key = dev_key(evaluator)
     cycles = []
     for cycle in sorted({p["cycle"] for p in phases}):
         row = {"cycle": cycle}
         for p in phases:
-            if p["cycle"] == cycle and DEV_KEY in p:
-                row[f"{p['kind']}_{p['member']}"] = p[DEV_KEY]
-        if len(team) > 1 and evaluator is not None:
+            if p["cycle"] == cycle and key in p:
+                row[f"{p['kind']}_{p['member']}"] = p[key]
+        if len(team) > 1 and evaluator is not None and evaluator.scores_cross_encoders:
             predictions = [runner.load_array(phase_name(cycle, "cross", m), "dev_predictions") for m in team]
             if all(p is not None for p in predictions):
-                row["cross_ensemble"] = evaluator.spearman_of(np.mean(predictions, axis=0)).get(DEV_KEY)
+                row["cross_ensemble"] = evaluator.metrics_of(np.mean(predictions, axis=0)).get(key)
         cycles.append(row)
     return cycles
 
@@ -337,17 +350,20 @@ def _outcome(ctx, runner, models, phases, start, data_info, overlap) -> RunOutco
 
     def best(key):
         scored = [(row[key], row["cycle"]) for row in cycles if row.get(key) is not None]
-        return max(scored)[1] if scored else last
+        if not scored:
+            return last
+        return (max if better(evaluator) else min)(scored)[1]
 
     best_bi, best_cross = best("bi_a"), best(cross_key)
     bis = {m: models.get("bi", m, best_bi) for m in team}
     crosses = {m: models.get("cross", m, best_cross) for m in team}
     metrics = {"step": runner.offset}
     row = {r["cycle"]: r for r in cycles}
+    key = dev_key(evaluator)
     if row[best_bi].get("bi_a") is not None:
-        metrics[DEV_KEY] = row[best_bi]["bi_a"]
+        metrics[key] = row[best_bi]["bi_a"]
     if row[best_cross].get(cross_key) is not None:
-        metrics[f"cross_{DEV_KEY}"] = row[best_cross][cross_key]
+        metrics[f"cross_{key}"] = row[best_cross][cross_key]
     layers = {}
     for m in team:
         suffix = "" if m == "a" else f"_{m}"

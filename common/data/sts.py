@@ -22,6 +22,9 @@ STS_SUBSETS: Dict[str, Tuple[str, ...]] = {
     "sts16": ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"),
 }
 STS_YEARS = tuple(STS_SUBSETS)
+# What a held-out set of your own holds (`train.py --dev_task`): "auto" reads it from the data; "scored" pairs
+# carry similarity scores, "binary" pairs 0/1 labels, and "retrieval" is a BEIR folder.
+DEV_TASKS = ("auto", "scored", "binary", "retrieval")
 
 
 @dataclasses.dataclass

@@ -1,65 +1,295 @@
-"""Evaluators that a training run is given (training itself imports none).
+"""Evaluators: what a training run is scored on (`--eval_every`, `--publish_best`) and after.
 
-An evaluator is called with the encoder's embedding function (a 1-D tf.string
-batch -> [batch, dim] embeddings) and returns {metric name: value}. One that can
-also score a cross-encoder has `score_pairs(score_fn)`, with score_fn a
-(sentences1, sentences2) -> [batch] scores function.
+Every evaluator fills in one contract, `Evaluator` (sentence-transformers' `SentenceEvaluator`):
+a `name`, the `primary_metric` it reports (what `--publish_best` selects on unless `--best_metric`
+says otherwise), whether that metric is better when greater (`greater_is_better`), and a call that
+scores an embedding function (a 1-D tf.string batch -> [batch, dim] embeddings) and returns
+{metric name: value}. Evaluators on sentence pairs (`PairsEvaluator`) can also score a
+cross-encoder's pair scores (`scores_cross_encoders`), as Trans-Encoder's cross phases need.
+Training takes any evaluator and never checks its type; `dev_evaluator` builds the one
+`train.py --dev_data` names.
+
+Example:
+
+>>> from common.evaluation.evaluators import ScoredPairsEvaluator
+>>> from common.data.sts import PairSet
+>>> import numpy as np
+>>> pairs = PairSet(["a cat", "a dog", "rain"], ["a cat sits", "a puppy", "sunshine"], np.array([4.5, 3.0, 0.5]))
+>>> evaluator = ScoredPairsEvaluator(pairs)
+>>> evaluator.primary_metric, evaluator.greater_is_better
+('dev_spearman', True)
+>>> evaluator.metrics_of(np.array([0.9, 0.7, 0.1]))["dev_spearman"]
+100.0
 """
 
 from __future__ import annotations
 
-from typing import Dict
+import abc
+import os
+from typing import Callable, Dict, Optional
 
 from absl import logging
 
 import numpy as np
 
-from common.data.sts import load_stsb
+from common.data.sts import DEV_TASKS, PairSet, load_stsb
+from common.errors import UserError
 from common.evaluation.embedding import embed_sentences, score_sentence_pairs
-from common.evaluation.sts import pairs_spearman, spearman100
+from common.evaluation.sts import cosine_scores, pearson100, spearman100
 
 
-class StsbDevEvaluator:
-    """Spearman x100 of cosine similarity on STS-B dev: the validation number of every run.
+
+class Evaluator(abc.ABC):
+    """The contract of every evaluator.
+
+    Attributes:
+        name: str. What it evaluates, for logs and pages (e.g. "STS-B dev").
+        primary_metric: str. The key of its headline metric in the returned dict; logged as
+            `eval/<primary_metric>` and selected on by `--publish_best`.
+        greater_is_better: bool. Whether a higher primary metric is a better model.
+        scores_cross_encoders: bool. Whether `score_pairs` / `pair_predictions` work (pair evaluators).
+    """
+
+    name: str = ""
+    primary_metric: str = ""
+    greater_is_better: bool = True
+    scores_cross_encoders: bool = False
+
+    @abc.abstractmethod
+    def __call__(self, embed_fn: Callable) -> Dict[str, float]:
+        """Scores a model through its embedding function; {} when its data is missing (logged)."""
+
+    def pair_predictions(self, score_fn: Callable) -> np.ndarray:
+        """A cross-encoder's scores of the evaluator's pairs, in order (pair evaluators only)."""
+        raise NotImplementedError(f"{type(self).__name__} scores embeddings only, not a cross-encoder's pairs.")
+
+    def metrics_of(self, predictions: np.ndarray) -> Dict[str, float]:
+        """The metrics of predicted pair scores (e.g. an ensemble's mean; pair evaluators only)."""
+        raise NotImplementedError(f"{type(self).__name__} scores embeddings only, not predicted pair scores.")
+
+    def score_pairs(self, score_fn: Callable) -> Dict[str, float]:
+        """The metrics of a cross-encoder's scores of the evaluator's pairs."""
+        return self.metrics_of(self.pair_predictions(score_fn))
+
+
+class PairsEvaluator(Evaluator):
+    """An evaluator on sentence pairs: cosine of the embeddings (or a cross-encoder's score) against gold labels.
+
+    Args:
+        batch_size: int. Sentences (or pairs) per batch. Defaults to 128.
+        progress: bool. Show a progress bar. Defaults to False.
+    """
+
+    scores_cross_encoders = True
+
+    def __init__(self, batch_size: int = 128, progress: bool = False):
+        self.batch_size, self.progress = batch_size, progress
+
+    @abc.abstractmethod
+    def pairs(self) -> Optional[PairSet]:
+        """The pairs and their gold labels (None when the data is missing: logged, then nothing is scored)."""
+
+    @abc.abstractmethod
+    def metrics_for(self, predictions: np.ndarray, gold: np.ndarray) -> Dict[str, float]:
+        """The metrics of predictions against gold labels."""
+
+    def __call__(self, embed_fn: Callable) -> Dict[str, float]:
+        pairs = self.pairs()
+        if pairs is None:
+            return {}
+        unique = sorted(set(pairs.sentences1) | set(pairs.sentences2))
+        vectors = embed_sentences(embed_fn, unique, self.batch_size, self.progress, desc=self.name)
+        index = {s: i for i, s in enumerate(unique)}
+        cosines = cosine_scores(vectors[[index[s] for s in pairs.sentences1]],
+                                vectors[[index[s] for s in pairs.sentences2]])
+        return self.metrics_for(cosines, pairs.scores)
+
+    def pair_predictions(self, score_fn: Callable) -> np.ndarray:
+        pairs = self.pairs()
+        if pairs is None:
+            return np.zeros(0, np.float32)
+        return score_sentence_pairs(score_fn, pairs.sentences1, pairs.sentences2, self.batch_size, self.progress,
+                                    desc=self.name)
+
+    def metrics_of(self, predictions: np.ndarray) -> Dict[str, float]:
+        pairs = self.pairs()
+        if pairs is None or not len(predictions):
+            return {}
+        return self.metrics_for(np.asarray(predictions), pairs.scores)
+
+
+class StsbDevEvaluator(PairsEvaluator):
+    """Spearman x100 of cosine similarity on STS-B dev: the default validation number of every run.
 
     Args:
         data_path: str. Data root in SentEval's layout.
         batch_size: int. Sentences per encoding batch. Defaults to 128.
-        progress: bool. Show a progress bar while encoding. Defaults to True.
+        progress: bool. Show a progress bar while encoding. Defaults to False.
     """
 
-    name = "stsb_dev_spearman"
+    name = "STS-B dev"
+    primary_metric = "stsb_dev_spearman"
 
-    def __init__(self, data_path: str, batch_size: int = 128, progress: bool = True):
+    def __init__(self, data_path: str, batch_size: int = 128, progress: bool = False):
+        super().__init__(batch_size, progress)
         self.data_path = data_path
-        self.batch_size = batch_size
-        self.progress = progress
+        self._pairs: Optional[PairSet] = None
 
-    def __call__(self, embed_fn) -> Dict[str, float]:
-        try:
-            pairs = load_stsb(self.data_path, "dev")
-        except FileNotFoundError as e:
-            logging.warning("No STS-B dev evaluation: %s", e)
-            return {}
-        embed = lambda s: embed_sentences(embed_fn, s, self.batch_size, self.progress, desc="STS-B dev")  # noqa: E731
-        return {self.name: pairs_spearman(embed, pairs)}
+    def pairs(self) -> Optional[PairSet]:
+        if self._pairs is None:
+            try:
+                self._pairs = load_stsb(self.data_path, "dev")
+            except FileNotFoundError as e:
+                logging.warning("No STS-B dev evaluation: %s", e)
+                return None
+        return self._pairs
 
-    def pair_predictions(self, score_fn) -> np.ndarray:
-        """A cross-encoder's scores of the STS-B dev pairs, in file order (empty without the data)."""
-        try:
-            pairs = load_stsb(self.data_path, "dev")
-        except FileNotFoundError as e:
-            logging.warning("No STS-B dev evaluation: %s", e)
-            return np.zeros(0, np.float32)
-        return score_sentence_pairs(score_fn, pairs.sentences1, pairs.sentences2, self.batch_size,
-                                    self.progress, desc="STS-B dev")
+    def metrics_for(self, predictions: np.ndarray, gold: np.ndarray) -> Dict[str, float]:
+        return {self.primary_metric: spearman100(predictions, gold)}
 
-    def spearman_of(self, predictions: np.ndarray) -> Dict[str, float]:
-        """Spearman x100 of predictions of the STS-B dev pairs (in file order), e.g. an ensemble's mean."""
-        if not len(predictions):
-            return {}
-        return {self.name: spearman100(predictions, load_stsb(self.data_path, "dev").scores)}
 
-    def score_pairs(self, score_fn) -> Dict[str, float]:
-        """Spearman x100 of a cross-encoder's scores on STS-B dev."""
-        return self.spearman_of(self.pair_predictions(score_fn))
+class ScoredPairsEvaluator(PairsEvaluator):
+    """Your own pairs with similarity scores: Spearman and Pearson x100 of cosine similarity.
+
+    Args:
+        pairs: PairSet. The pairs and their gold scores (e.g. `common.evaluation.sts.read_scored_pairs`).
+        prefix: str. The metrics' prefix. Defaults to "dev".
+        batch_size: int. Defaults to 128.
+        progress: bool. Defaults to False.
+    """
+
+    greater_is_better = True
+
+    def __init__(self, pairs: PairSet, prefix: str = "dev", batch_size: int = 128, progress: bool = False):
+        super().__init__(batch_size, progress)
+        self._pairs, self.prefix = pairs, prefix
+        self.name = f"{prefix} pairs"
+        self.primary_metric = f"{prefix}_spearman"
+
+    def pairs(self) -> PairSet:
+        return self._pairs
+
+    def metrics_for(self, predictions: np.ndarray, gold: np.ndarray) -> Dict[str, float]:
+        return {self.primary_metric: spearman100(predictions, gold),
+                f"{self.prefix}_pearson": pearson100(predictions, gold)}
+
+
+class BinaryPairsEvaluator(PairsEvaluator):
+    """Your own pairs with 0/1 labels (paraphrase, duplicate): average precision of the cosine similarity, and
+    accuracy, F1, precision and recall at their best cosine thresholds, as sentence-transformers'
+    `BinaryClassificationEvaluator` computes them (`common.evaluation.binary`); fractions in [0, 1].
+
+    Args:
+        pairs: PairSet. The pairs and their 0/1 labels.
+        prefix: str. The metrics' prefix. Defaults to "dev".
+        batch_size: int. Defaults to 128.
+        progress: bool. Defaults to False.
+    """
+
+    greater_is_better = True
+
+    def __init__(self, pairs: PairSet, prefix: str = "dev", batch_size: int = 128, progress: bool = False):
+        super().__init__(batch_size, progress)
+        self._pairs, self.prefix = pairs, prefix
+        self.name = f"{prefix} binary pairs"
+        self.primary_metric = f"{prefix}_ap"
+
+    def pairs(self) -> PairSet:
+        return self._pairs
+
+    def metrics_for(self, predictions: np.ndarray, gold: np.ndarray) -> Dict[str, float]:
+        from common.evaluation.binary import binary_pair_metrics
+
+        found = binary_pair_metrics(predictions, gold)
+        return {f"{self.prefix}_{name}": float(value) for name, value in found.items()}
+
+
+class RetrievalEvaluator(Evaluator):
+    """Retrieval on a BEIR folder's split by exact cosine search (`common.evaluation.retrieval`): nDCG@10 and the
+    other retrieval metrics, as fractions.
+
+    Args:
+        dataset: RetrievalSet. From `common.evaluation.retrieval.load_beir`.
+        prefix: str. The metrics' prefix. Defaults to "dev".
+        progress: bool. Defaults to False.
+    """
+
+    greater_is_better = True
+
+    def __init__(self, dataset, prefix: str = "dev", progress: bool = False):
+        self.dataset, self.prefix, self.progress = dataset, prefix, progress
+        self.name = f"{prefix} retrieval"
+        self.primary_metric = f"{prefix}_ndcg_at_10"
+
+    def __call__(self, embed_fn: Callable) -> Dict[str, float]:
+        from common.evaluation.retrieval import METRICS, evaluate_retrieval
+
+        embed = lambda texts: embed_sentences(embed_fn, texts, 128, self.progress, desc=self.name)  # noqa: E731
+        found = evaluate_retrieval(embed, self.dataset, progress=self.progress)
+        # TensorBoard tags allow no "@": ndcg@10 is logged as <prefix>_ndcg_at_10.
+        return {f"{self.prefix}_{name.replace('@', '_at_')}": float(found[name]) for name in METRICS}
+
+
+def read_dev_pairs(path: str, columns: Optional[Dict[str, str]] = None) -> PairSet:
+    """The pairs of a `--dev_data` file (`common.evaluation.sts.read_scored_pairs`: sentence1, sentence2, score)."""
+    from common.evaluation.sts import read_scored_pairs
+
+    return read_scored_pairs(path, columns)
+
+
+def pair_task(pairs: PairSet) -> str:
+    """ "binary" when the labels take exactly the values 0 and 1, else "scored"."""
+    values = set(np.unique(pairs.scores).tolist())
+    return "binary" if values == {0.0, 1.0} else "scored"
+
+
+def dev_evaluator(data_path: str, dev_data: str = "", dev_task: str = "auto",
+                  dev_columns: Optional[Dict[str, str]] = None) -> Evaluator:
+    """The evaluator `train.py` gives a run: STS-B dev, or your own held-out data (`--dev_data`).
+
+    Args:
+        data_path: str. The data root (STS-B dev, when `dev_data` is empty).
+        dev_data: str. A pair file (CSV, TSV, JSONL, Parquet: sentence1, sentence2, score or 0/1 label) or a
+            BEIR folder (corpus.jsonl, queries.jsonl, qrels/dev.tsv). Defaults to "" (STS-B dev).
+        dev_task: str. One of DEV_TASKS. Defaults to "auto".
+        dev_columns: dict or None. Field -> column of a pair file.
+
+    Returns:
+        The Evaluator.
+
+    Raises:
+        UserError: for a task that does not fit the data, or unreadable data (naming what to do).
+    """
+    if dev_task not in DEV_TASKS:
+        raise UserError(f"--dev_task must be one of {', '.join(DEV_TASKS)}; got {dev_task!r}.")
+    if not dev_data:
+        if dev_task != "auto":
+            raise UserError(f"--dev_task={dev_task} describes --dev_data, which is not given; give --dev_data=<pair "
+                             "file or BEIR folder>, or leave --dev_task out to evaluate on STS-B dev.")
+        return StsbDevEvaluator(data_path)
+    import tensorflow as tf
+
+    if not tf.io.gfile.exists(dev_data):
+        raise UserError(f"--dev_data={dev_data}: no such file or folder; give a pair file (sentence1, sentence2, "
+                         "score or 0/1 label) or a BEIR folder (corpus.jsonl, queries.jsonl, qrels/dev.tsv).")
+    if tf.io.gfile.isdir(dev_data) and not os.path.splitext(dev_data.rstrip("/"))[1]:
+        if dev_task not in ("auto", "retrieval"):
+            raise UserError(f"--dev_data={dev_data} is a folder, which is read as a BEIR retrieval set; "
+                             f"--dev_task={dev_task} needs a pair file.")
+        from common.evaluation.retrieval import load_beir
+
+        return RetrievalEvaluator(load_beir(dev_data, "dev"))
+    if dev_task == "retrieval":
+        raise UserError(f"--dev_task=retrieval needs a BEIR folder (corpus.jsonl, queries.jsonl, qrels/dev.tsv); "
+                         f"--dev_data={dev_data} is a file.")
+    pairs = read_dev_pairs(dev_data, dev_columns)
+    found = pair_task(pairs)
+    task = found if dev_task == "auto" else dev_task
+    if task == "binary":
+        if found != "binary":
+            values = ", ".join(f"{v:g}" for v in np.unique(pairs.scores)[:6])
+            raise UserError(f"--dev_task=binary needs labels 0 and 1; {dev_data} has {values}"
+                             f"{' ...' if len(np.unique(pairs.scores)) > 6 else ''}; give --dev_task=scored for "
+                             "similarity scores.")
+        return BinaryPairsEvaluator(pairs)
+    return ScoredPairsEvaluator(pairs)

@@ -18,6 +18,7 @@ import math
 import typing
 from typing import Any, Dict, Optional, Tuple
 
+from common.data.sts import DEV_TASKS
 from common.errors import UserError
 from common.settings import option
 from common.models.sources.names import canonical_spec
@@ -102,6 +103,16 @@ class RunSection:
                                   "train.py's evaluator; higher is better), heldout_loss (lower is better) or "
                                   "heldout_accuracy (methods with held-out data: mlm). Default: heldout_loss for a "
                                   "method with held-out data, else stsb_dev_spearman.")
+    dev_data: str = option("", "Your own held-out data to evaluate on (--eval_every, epoch ends) and select on "
+                               "(--publish_best) instead of STS-B dev: a pair file (CSV, TSV, JSONL or Parquet; "
+                               "sentence1, sentence2 and a similarity score or a 0/1 label) or a BEIR folder "
+                               "(corpus.jsonl, queries.jsonl, qrels/dev.tsv). Its primary metric: dev_spearman, "
+                               "dev_ap (0/1 labels) or dev_ndcg_at_10.")
+    dev_task: str = option("auto", "What --dev_data holds: auto (a folder is retrieval; labels that are all 0 or 1 "
+                                   "are binary; other numbers are scores), scored, binary or retrieval.",
+                           choices=DEV_TASKS)
+    dev_columns: Tuple[str, ...] = option((), "--dev_data: map sentence1, sentence2 and score to the file's "
+                                              "columns, field:column,... (e.g. score:label).")
 
     @property
     def total_steps(self) -> int:
@@ -200,7 +211,8 @@ class TrainConfig:
             raise UserError(f"--dropout must be in [0, 1); got {self.encoder.dropout}.")
         check_precision(self.encoder.precision)
         run = self.run
-        if run.best_metric and run.best_metric not in BEST_METRICS:
+        # With --dev_data the evaluator's own metric names are checked when the run starts (runs.check_evaluation).
+        if run.best_metric and not run.dev_data and run.best_metric not in BEST_METRICS:
             raise UserError(f"--best_metric must be one of {', '.join(BEST_METRICS)}; got {run.best_metric!r}.")
         if run.best_metric and not run.publish_best:
             raise UserError(f"--best_metric={run.best_metric} chooses what --publish_best publishes; give "

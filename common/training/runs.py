@@ -51,8 +51,10 @@ WORKER_RUN_ID = "worker"
 WEIGHTS_SUBDIR = "weights"
 # What an evaluator gets: a 1-D tf.string batch -> [batch, dim] embeddings function.
 EmbedFn = Callable[[tf.Tensor], tf.Tensor]
-# Evaluators are passed in (training never imports one): embed_fn -> {metric: value}.
-Evaluator = Callable[[EmbedFn], Dict[str, float]]
+# Evaluators are passed in (training never imports one): any object of the contract of
+# `common.evaluation.evaluators.Evaluator`, called as embed_fn -> {metric: value}, with `name`,
+# `primary_metric` (what --publish_best selects on by default) and `greater_is_better`.
+Evaluator = Any
 
 
 def load_run_config(artifacts_dir: str, run_id: str) -> TrainConfig:
@@ -259,11 +261,16 @@ def heldout_metrics(model) -> Sequence[str]:
     return tuple(HELDOUT_PREFIX + name for name in model.metric_names)
 
 
-def best_metric(config: TrainConfig, model) -> str:
-    """`--best_metric`, or its default: the held-out loss of a method with held-out data, else STS-B dev."""
+def best_metric(config: TrainConfig, model, evaluator: Optional[Evaluator] = None) -> str:
+    """`--best_metric`, or its default: the evaluator's primary metric with `--dev_data`, else the held-out loss
+    of a method with held-out data, else the evaluator's primary metric (train.py's default: STS-B dev)."""
     if config.run.best_metric:
         return config.run.best_metric
-    return HELDOUT_PREFIX + "loss" if heldout_metrics(model) else STSB_DEV_METRIC
+    if config.run.dev_data and evaluator is not None:  # the user named the data to select on
+        return evaluator.primary_metric
+    if heldout_metrics(model):
+        return HELDOUT_PREFIX + "loss"
+    return evaluator.primary_metric if evaluator is not None else STSB_DEV_METRIC
 
 
 def check_evaluation(config: TrainConfig, evaluator: Optional[Evaluator], model) -> None:
@@ -275,28 +282,38 @@ def check_evaluation(config: TrainConfig, evaluator: Optional[Evaluator], model)
     run, heldout = config.run, heldout_metrics(model)
     if run.eval_every and evaluator is None and not heldout:
         raise UserError(f"--eval_every={run.eval_every}: nothing to evaluate; --method={config.method} has no "
-                         "held-out data and the run was given no evaluator (train.py passes the STS-B dev one).")
+                         "held-out data and the run was given no evaluator (train.py passes STS-B dev, or "
+                         "--dev_data's).")
     if not run.publish_best:
         return
-    metric = best_metric(config, model)
-    if metric.startswith(HELDOUT_PREFIX) and metric not in heldout:
-        raise UserError(f"--best_metric={metric}: --method={config.method} reports "
-                         f"{', '.join(heldout) or 'no held-out scores'}; select on {STSB_DEV_METRIC} (the "
-                         "evaluator's score) or on a held-out score it reports.")
-    if not metric.startswith(HELDOUT_PREFIX) and evaluator is None:
+    metric = best_metric(config, model, evaluator)
+    if metric.startswith(HELDOUT_PREFIX):
+        if metric not in heldout:
+            raise UserError(f"--best_metric={metric}: --method={config.method} reports "
+                             f"{', '.join(heldout) or 'no held-out scores'}; select on the evaluator's "
+                             f"{evaluator.primary_metric if evaluator is not None else STSB_DEV_METRIC} or on a "
+                             "held-out score it reports.")
+        return
+    if evaluator is None:
         raise UserError(f"--publish_best selects on {metric}, which the run's evaluator computes, but the run "
-                         "was given no evaluator (train.py passes common.evaluation.StsbDevEvaluator); give one, "
+                         "was given no evaluator (train.py passes STS-B dev's, or --dev_data's); give one, "
                          f"or select on a held-out score{' (' + ', '.join(heldout) + ')' if heldout else ''}.")
+    if metric != evaluator.primary_metric:
+        also = f" and the held-out scores {', '.join(heldout)}" if heldout else ""
+        raise UserError(f"--best_metric={metric}: the run's evaluator ({evaluator.name}) selects on "
+                         f"{evaluator.primary_metric}{also}; name one of them, or leave --best_metric out.")
 
 
-def selection_of(config: TrainConfig, model) -> Optional[Selection]:
+def selection_of(config: TrainConfig, model, evaluator: Optional[Evaluator] = None) -> Optional[Selection]:
     """What `--publish_best` selects on (None without it); a missing score is an error, never a silent last step."""
     if not config.run.publish_best:
         return None
-    metric = best_metric(config, model)
-    where = "" if metric.startswith(HELDOUT_PREFIX) else (
-        f"; train.py's evaluator reads STS-B dev under --data_path={config.run.data_path}")
-    return Selection(metric, BEST_METRICS[metric], missing=f"--publish_best needs it from every evaluation{where}.")
+    metric = best_metric(config, model, evaluator)
+    if metric.startswith(HELDOUT_PREFIX):
+        return Selection(metric, BEST_METRICS[metric], missing="--publish_best needs it from every evaluation.")
+    return Selection(metric, evaluator.greater_is_better,
+                     missing=f"--publish_best needs it from every evaluation; the evaluator ({evaluator.name}) gave "
+                             "none: is its data there?")
 
 
 def selection_record(selection: Selection, metrics: Dict[str, Any]) -> Dict[str, Any]:
@@ -334,7 +351,7 @@ def train_single_model(ctx: RunContext, prepared=None) -> RunOutcome:
     loop = LoopConfig(total_steps=run.total_steps, steps_per_epoch=run.train_steps_per_epoch,
                       checkpoint_every=run.checkpoint_every, log_every=run.log_every,
                       evaluate_every=run.eval_every, evaluate_epoch_ends=run.eval_each_epoch)
-    selection = selection_of(config, model)
+    selection = selection_of(config, model, evaluator)
     metrics = run_training(model, make_dataset, ctx.strategy, loop, ctx.paths, chief, evaluate, ctx.after_step,
                            selection)
     record = {"encoder": dataclasses.asdict(model.encoder.encoder_config)}

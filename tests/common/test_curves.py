@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from common.training import registry
+from common.evaluation.evaluators import Evaluator
 from common.training.curves import CURVES_FILE, plot_training_curves, read_scalars, series
 from common.training.runs import train
 
@@ -21,17 +22,18 @@ def _pause_settings(tmp_path, **extra):
             "eval_each_epoch": True, **extra}
 
 
-class _CountingEvaluator:
+class _CountingEvaluator(Evaluator):
     """Stands in for STS-B dev: 10, 20, ... at successive epoch ends (no data needed)."""
 
-    name = "stsb_dev_spearman"
+    name = "counting"
+    primary_metric = "stsb_dev_spearman"
 
     def __init__(self):
         self.calls = 0
 
     def __call__(self, embed_fn):
         self.calls += 1
-        return {self.name: 10.0 * self.calls}
+        return {self.primary_metric: 10.0 * self.calls}
 
 
 def _logged(log_text, key):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from common.evaluation.evaluators import Evaluator, StsbDevEvaluator
 from common.training import registry
 from common.training.runs import train
 from distributed_checks import ROOT
@@ -143,11 +144,12 @@ def test_a_run_counts_the_training_sentences_it_truncates(one_step_run):
 SENTENCES = ["a man plays a guitar .", "stocks fell on monday ."]
 
 
-class ScriptedEvaluator:
+class ScriptedEvaluator(Evaluator):
     """Stands in for STS-B dev: hands out the scores of a fixed list, one per call (no data needed);
     a call past the list fails the test."""
 
-    name = "stsb_dev_spearman"
+    name = "scripted"
+    primary_metric = "stsb_dev_spearman"
 
     def __init__(self, scores):
         self.scores, self.calls = list(scores), 0
@@ -155,7 +157,7 @@ class ScriptedEvaluator:
     def __call__(self, embed_fn):
         assert self.calls < len(self.scores), f"evaluated more than the {len(self.scores)} scripted times"
         self.calls += 1
-        return {self.name: self.scores[self.calls - 1]}
+        return {self.primary_metric: self.scores[self.calls - 1]}
 
 
 def _selecting(tmp_path, **extra):
@@ -252,9 +254,9 @@ def test_evaluation_settings_a_run_cannot_honour_are_one_value_error_before_any_
 def test_publish_best_stops_at_an_evaluation_without_its_metric_rather_than_publish_the_last_step(tmp_path):
     config = _selecting(tmp_path, data_path=str(tmp_path / "no-data"))
     with pytest.raises(ValueError, match=r"at step 2 gave no stsb_dev_spearman to select on \(it gave: nothing\)\. "
-                                         r"--publish_best needs it from every evaluation; train.py's evaluator "
-                                         r"reads STS-B dev under --data_path=.*no-data"):
-        train(config, evaluator=lambda embed_fn: {})  # StsbDevEvaluator without STS-B dev gives {}
+                                         r"--publish_best needs it from every evaluation; the evaluator \(STS-B dev\) "
+                                         r"gave none: is its data there\?"):
+        train(config, evaluator=StsbDevEvaluator(config.run.data_path))  # without STS-B dev it gives {}
     run_id = os.listdir(tmp_path / "artifacts" / "ckpt")[0]
     assert not os.path.exists(tmp_path / "artifacts" / "model" / run_id)
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from common.evaluation.evaluators import Evaluator
 from common.export.saved_model import export_cross_encoder
 from common.training import registry
 from trans_encoder_tf.data import deduplicate, load_pairs, read_pair_file, sts_sickr_pairs
@@ -34,8 +35,12 @@ def test_cross_encoder_scores_are_the_sigmoid_of_one_logit_per_pair(config):
 
 
 
-class _Evaluator:
+class _Evaluator(Evaluator):
     """An STS-B dev evaluator stand-in: scores two fixed sentences (bi) or pairs (cross)."""
+
+    name = "stand-in"
+    primary_metric = "stsb_dev_spearman"
+    scores_cross_encoders = True
 
     def __call__(self, embed_fn):
         return {"stsb_dev_spearman": float(np.sum(embed_fn(tf.constant(["a man runs .", "a dog"]))))}
@@ -43,7 +48,7 @@ class _Evaluator:
     def pair_predictions(self, pair_fn):
         return np.asarray(pair_fn(tf.constant(["a man runs .", "a dog"]), tf.constant(["b", "c d e"])))
 
-    def spearman_of(self, predictions):
+    def metrics_of(self, predictions):
         return {"stsb_dev_spearman": float(np.sum(predictions))}
 
 
