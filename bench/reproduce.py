@@ -38,6 +38,8 @@ from typing import Any, Dict, List
 
 from absl import app, flags, logging
 
+import numpy as np
+
 from common import cli
 
 from bench import pages, verdicts
@@ -945,6 +947,9 @@ def plot(scores: Dict[str, Any], runs_root: str, out_dir: str, percentages: List
         path = os.path.join(out_dir, "sts_vs_labels.png")
         write_png(fig, path)
         written.append(path)
+    path = plot_pause_curves(scores, out_dir, percentages)
+    if path:
+        written.append(path)
     start = scores.get("_start", {})
     if start.get("evals"):
         fig = new_figure((6, 3.5), dpi=120)
@@ -998,6 +1003,103 @@ def plot(scores: Dict[str, Any], runs_root: str, out_dir: str, percentages: List
         write_png(fig, path)
         written.append(path)
     return written
+
+
+def _curve(entry: Dict[str, Any], name: str):
+    """(steps, values) of one of a run record's curves (`run_curves`), or None."""
+    points = (entry.get("curves") or {}).get(name)
+    return (np.asarray([p[0] for p in points]), np.asarray([p[1] for p in points])) if points else None
+
+
+def pause_curve_rows(scores: Dict[str, Any], percentages: List[str]) -> Dict[str, List[Dict[str, Any]]]:
+    """{group: the entries of its seeds that carry an STS-B dev curve}, for the PAUSE family and its ablations."""
+    groups = {name: [e for e in entries if (e.get("curves") or {}).get("stsb_dev")]
+              for name, entries in _groups(scores).items() if name.startswith(("pause", "supervised"))}
+    return {name: entries for name, entries in groups.items() if entries}
+
+
+def plot_pause_curves(scores: Dict[str, Any], out_dir: str, percentages: List[str]):
+    """pause_curves.png: STS-B dev over training of PAUSE and supervised-only at each label percentage (each seed
+    thin, their mean thick), and the training accuracy and PU weight of the 5 % rows; None without curves."""
+    from common.figures import new_figure, write_png
+
+    rows = pause_curve_rows(scores, percentages)
+    pcts = [p for p in percentages if any(name.startswith((f"pause {p}%", f"supervised {p}%")) for name in rows)]
+    if not pcts:
+        return None
+    fig = new_figure((4 * (len(pcts) + 1), 3.4), dpi=100)
+    axes = fig.subplots(1, len(pcts) + 1, squeeze=False)[0]
+    colours = {}
+    for ax, pct in zip(axes, pcts):
+        for name, entries in rows.items():
+            if not name.startswith((f"pause {pct}%", f"supervised {pct}%")):
+                continue
+            colour = colours.setdefault(name.replace(f" {pct}%", ""), f"C{len(colours)}")
+            curves = [_curve(e, "stsb_dev") for e in entries]
+            for steps, values in curves:
+                ax.plot(steps, values, color=colour, alpha=0.3, linewidth=0.8)
+            common = min(len(c[0]) for c in curves)
+            ax.plot(curves[0][0][:common], np.mean([c[1][:common] for c in curves], axis=0), color=colour,
+                    marker=".", label=f"{name} ({len(curves)} seeds)")
+        ax.set_title(f"STS-B dev, {pct} % of the labels", fontsize=9)
+        ax.set_xlabel("step (64 pairs)", fontsize=8)
+        ax.legend(fontsize=6)
+    ax = axes[-1]
+    for name, entries in rows.items():
+        if not name.startswith(("pause 5%", "supervised 5%")):
+            continue
+        found = _curve(entries[0], "accuracy")
+        if found is not None:
+            ax.plot(*found, label=f"{name}: training accuracy (seed {entries[0]['settings'].get('seed', 0)})")
+        weight = _curve(entries[0], "pu_weight")
+        if weight is not None and name.startswith("pause"):
+            ax.plot(*weight, linestyle="--", label=f"{name}: PU weight")
+    ax.set_title("5 %: labelled-pair accuracy and PU weight", fontsize=9)
+    ax.set_xlabel("step (64 pairs)", fontsize=8)
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    path = os.path.join(out_dir, "pause_curves.png")
+    write_png(fig, path)
+    return path
+
+
+def ablation_lines(scores: Dict[str, Any]) -> List[str]:
+    """The PAUSE ablations at 5 %, each judged against supervised-only at 5 % and against PAUSE at 5 % by the
+    claims' rules. They test the design, not a claim of the paper."""
+    g = _groups(scores)
+    r = lambda name: _row(g, name)  # noqa: E731
+    lines = []
+    for row, _ in PAUSE_ABLATIONS:
+        if not g.get(row):
+            continue
+        for other in ("supervised 5%", "pause 5%"):
+            lines.append(verdicts.above(f"{row} above {other}", r(row), r(other)).line())
+    return ["Ablations (labelled rows, not defaults):", "", *lines] if lines else []
+
+
+def pause_curve_table(scores: Dict[str, Any], percentages: List[str]) -> List[str]:
+    """Per PAUSE-family row: STS-B dev at its best evaluation (the published step) and at the last step, the
+    best steps of its seeds, and the training accuracy at the best step (mean over seeds)."""
+    rows = pause_curve_rows(scores, percentages)
+    if not rows:
+        return []
+    lines = ["| row | seeds | best steps | STS-B dev at best | at the last step | first step at training "
+             "accuracy >= 0.99 |", "| --- | --- | --- | --- | --- | --- |"]
+    for name, entries in rows.items():
+        best, last, steps, memorised = [], [], [], []
+        for e in entries:
+            at, dev = _curve(e, "stsb_dev")
+            i = int(np.argmax(dev))
+            best.append(float(dev[i]))
+            last.append(float(dev[-1]))
+            steps.append(str(int(at[i])))
+            accuracy = _curve(e, "accuracy")
+            if accuracy is not None:
+                hit = np.nonzero(accuracy[1] >= 0.99)[0]
+                memorised.append(str(int(accuracy[0][hit[0]])) if len(hit) else "never")
+        lines.append(f"| {name} | {len(entries)} | {', '.join(steps)} | {_mean_std(best)} | {_mean_std(last)} | "
+                     f"{', '.join(memorised) or '-'} |")
+    return lines
 
 
 def _first_run_start(root: str):
@@ -1090,9 +1192,22 @@ def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, comm
               "every model scored on untruncated sentences. Trained rows: mean ± sample sd over seeds. Settings "
               "were chosen on STS-B dev and held-out masked-LM loss only.", "", report(scores), "",
               "## Claims", "", verdicts.RULES, "", *claim_lines(found, read_parity(), PARITY_PAGE), "",
-              PAUSE_PAPER_CLAIM, "", *not_run_lines(scores)]
-    first = _first_run_start(runs_root)
+              PAUSE_PAPER_CLAIM, ""]
+    curves = pause_curve_table(scores, FLAGS.percentages)
+    if curves:
+        lines += ["## PAUSE and supervised-only over training", "",
+                  "Each row evaluates STS-B dev every few hundred steps and publishes its best evaluation "
+                  "(`--publish_best`), as the SimCSE rows do; `pause_curves.png` below draws the curves. The last "
+                  "column is the first logged step at which the labelled pairs of a batch were classified with "
+                  "accuracy >= 0.99 (the kept labels memorised), one value per seed.", "", *curves, "",
+                  *ablation_lines(scores), ""]
+    lines += not_run_lines(scores)
     meta = scores.get("_meta", {})
+    # The first run's start, kept in _meta: the runs' folders of an earlier machine are not on this one.
+    found_first = _first_run_start(runs_root)
+    first = min(t for t in (meta.get("first_run_start"), found_first) if t) if (found_first or meta.get(
+        "first_run_start")) else None
+    meta["first_run_start"] = first
     trained = sum(e.get("train_seconds", 0.0) for k, e in scores.items() if isinstance(e, dict) and k != "_meta")
     lines.append("## Time")
     lines.append("")

@@ -321,3 +321,48 @@ def test_a_page_rewrite_of_no_seconds_does_not_set_the_other_cores():
                                                          "invocation of a minute or more: at most 1.08 cores")
     assert reproduce.other_cores_clause([dict(seconds=0.4, other_cores=4.3)]) == ""
     assert reproduce.other_cores_clause([dict(seconds=100.0)]) == ""
+
+
+def test_a_fresh_artifacts_root_starts_from_the_pages_scores_and_skips_what_they_finished(tmp_path):
+    from bench import reproduce
+
+    page = tmp_path / "page"
+    page.mkdir()
+    carried = {"pause 5% seed 0": {"sts_avg": 55.0, "run": "pause 5% 2000 steps seed 0"},
+               "supervised 5% seed 0": {"sts_avg": 54.0, "run": "supervised 5% seed 0"}}  # an older budget's run
+    (page / "results.json").write_text(json.dumps({"claims": [], "scores": carried}))
+    ladder = reproduce.Ladder(str(tmp_path / "artifacts"), "unused", carry_from=str(page / "results.json"))
+    assert ladder.scores == carried and (tmp_path / "artifacts" / "scores.json").exists()
+    assert ladder.finished("pause 5% seed 0", "pause 5% 2000 steps seed 0")
+    assert not ladder.finished("supervised 5% seed 0", "supervised 5% 2000 steps seed 0")  # trained again
+    # An artifacts root with scores of its own keeps them: the page is read only by a fresh one.
+    (page / "results.json").write_text(json.dumps({"claims": [], "scores": {}}))
+    assert reproduce.Ladder(str(tmp_path / "artifacts"), "unused", carry_from=str(page / "results.json")).scores \
+        == carried
+
+
+def _curves(best_at: int, seed: int):
+    steps = [250, 500, 750, 1000]
+    dev = [60.0 + (5.0 if s == best_at else 0.0) + seed for s in steps]
+    return {"stsb_dev": [[s, v] for s, v in zip(steps, dev)],
+            "accuracy": [[s, min(1.0, s / 600)] for s in range(25, 1001, 25)],
+            "pu_weight": [[s, (s / 1000) ** 3] for s in range(25, 1001, 25)]}
+
+
+def test_the_pause_family_page_draws_its_dev_curves_and_names_each_rows_best_step(tmp_path):
+    scores = {"raw (mean)": {"sts_avg": 50.0, "stsb_dev": 59.0}}
+    for seed in range(3):
+        for row, best in (("pause 5%", 250), ("supervised 5%", 500), ("pause 5% PU weight 1 from the start", 250)):
+            scores[f"{row} seed {seed}"] = {"sts_avg": 55.0 + seed, "stsb_dev": 65.0 + seed, "train_seconds": 9.0,
+                                            "settings": {"seed": seed}, "curves": _curves(best, seed)}
+    (tmp_path / "scores.json").write_text(json.dumps(scores))
+    code = ("import json, sys; from absl import flags; from bench import reproduce; "
+            "reproduce.define_flags(); flags.FLAGS(['x', '--percentages=5']); "
+            "reproduce.write_results(json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], "
+            "'python -m bench.reproduce')")
+    _run_child(code, str(tmp_path / "scores.json"), str(tmp_path), str(tmp_path / "page"))
+    page = (tmp_path / "page" / "README.md").read_text()
+    assert "| pause 5% | 3 | 250, 250, 250 | 66.00 ± 1.00 | 61.00 ± 1.00 | 600, 600, 600 |" in page
+    assert "| supervised 5% | 3 | 500, 500, 500 | 66.00 ± 1.00 | 61.00 ± 1.00 | 600, 600, 600 |" in page
+    assert "- pause 5% PU weight 1 from the start above supervised 5%: **NOT TESTABLE HERE**" in page
+    assert (tmp_path / "page" / "pause_curves.png").exists() and "![pause_curves.png](pause_curves.png)" in page
