@@ -646,6 +646,36 @@ def row_scored(scores: Dict[str, Any], row: str) -> bool:
     return "sts_avg" in scores.get(row.replace("trans_encoder seed", "trans_encoder bi seed"), {})
 
 
+def pause_steps_of(entry: Dict[str, Any]) -> int:
+    """The steps a PAUSE-family row trained (epochs x steps per epoch of its recorded settings; 0 if unrecorded,
+    which counts as the current budget)."""
+    settings = entry.get("settings") or {}
+    return int(settings.get("train_epochs", 1) * settings.get("train_steps_per_epoch", 0))
+
+
+def at_budget(scores: Dict[str, Any], steps: int):
+    """(scores without the PAUSE-family rows trained at another number of steps than `steps`, [(row, its steps)]).
+
+    A page carried from an earlier ladder may hold rows of an older budget; judging them beside rows of this
+    one would compare models trained ten times less."""
+    kept, other = {}, []
+    for name, entry in scores.items():
+        if (isinstance(entry, dict) and name.startswith(PERCENT_ROWS) and "sts_avg" in entry
+                and pause_steps_of(entry) not in (0, steps)):
+            other.append((name, pause_steps_of(entry)))
+            continue
+        kept[name] = entry
+    return kept, sorted(other)
+
+
+def pause_estimate(scores: Dict[str, Any]) -> str:
+    """What one row at this budget took here (the mean training time of those trained), for the page."""
+    seconds = [e["train_seconds"] for name, e in scores.items() if isinstance(e, dict)
+               and name.startswith(PERCENT_ROWS) and "sts_avg" in e and "train_seconds" in e]
+    return f"(about {np.mean(seconds) / 60:.0f} minutes each on this machine, as the rows above took)" if seconds \
+        else ""
+
+
 def not_run_lines(scores: Dict[str, Any]) -> List[str]:
     """The page's account of the planned rows not run yet, with the training time they would need here: the
     rows of the last probe (`_not_run`) less those scored since."""
@@ -1182,6 +1212,8 @@ def other_cores_clause(invocations) -> str:
 
 def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, command: str) -> str:
     """The results page (`results_dir`/README.md), its plots and results.json; returns the page's text."""
+    recorded = scores  # results.json keeps every row, those of another budget too
+    scores, other_budget = at_budget(scores, FLAGS.pause_steps)
     found = claims(scores, FLAGS.percentages, collapsed_runs(scores, runs_root))
     lines = pages.header("Reproduction ladder: results", "bench.reproduce", command, results_dir=results_dir)
     lines += _start_lines(scores) + [""]
@@ -1193,6 +1225,12 @@ def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, comm
               "were chosen on STS-B dev and held-out masked-LM loss only.", "", report(scores), "",
               "## Claims", "", verdicts.RULES, "", *claim_lines(found, read_parity(), PARITY_PAGE), "",
               PAUSE_PAPER_CLAIM, ""]
+    if other_budget:
+        lines += ["## PAUSE rows not yet trained at this budget", "",
+                  f"Rows that earlier invocations trained at another number of steps; they are left out of the "
+                  f"table, the claims and the plots until trained at {FLAGS.pause_steps} steps of 64 pairs "
+                  + pause_estimate(scores) + ":", "",
+                  *[f"- {name} ({steps} steps)" for name, steps in other_budget], ""]
     curves = pause_curve_table(scores, FLAGS.percentages)
     if curves:
         lines += ["## PAUSE and supervised-only over training", "",
@@ -1236,7 +1274,7 @@ def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, comm
     lines += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in plot(scores, runs_root, results_dir,
                                                                                 FLAGS.percentages)]
     compact = {k: ({kk: vv for kk, vv in v.items() if kk not in ("sts", "senteval")} if isinstance(v, dict) else v)
-               for k, v in scores.items()}
+               for k, v in recorded.items()}
     return pages.write(results_dir, lines, {"claims": [dict(claim=v.claim, outcome=v.outcome, detail=v.detail)
                                                        for v in found], "scores": compact})
 
