@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from absl import app, flags
+from absl import flags
 
 from common import cli  # first: it quiets TensorFlow's start-up
 
@@ -79,9 +79,6 @@ def _configs():
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
-                             "--helpshort lists them.")
     import numpy as np
 
     configs = _configs()  # before any encoding: a missing extra or a bad setting fails at once

@@ -8,7 +8,7 @@ The archives are MD5-checked before they are unpacked, into the layout that
 
 from __future__ import annotations
 
-from absl import app, flags
+from absl import flags
 
 from common import cli  # first: it quiets TensorFlow's start-up
 
@@ -20,9 +20,6 @@ FLAGS = flags.FLAGS
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
-                             "--helpshort lists them.")
     for name, folder in download(FLAGS.datasets, FLAGS.out).items():
         print(f"{name}: {folder}")
     return 0

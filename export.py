@@ -14,7 +14,7 @@ tensorflow-text's ops (docs/usage/export.md).
 
 from __future__ import annotations
 
-from absl import app, flags
+from absl import flags
 
 from common import cli  # first: it quiets TensorFlow's start-up
 
@@ -32,9 +32,6 @@ FLAGS = flags.FLAGS
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
-                             "--helpshort lists them.")
     if FLAGS.format is None:
         raise UserError(f"--format is required: one of {', '.join(FORMATS)}.")
     config = ExportConfig(model=FLAGS.model, format=FLAGS.format, out=FLAGS.out or "", quantize=FLAGS.quantize,

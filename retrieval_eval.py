@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from absl import app, flags
+from absl import flags
 
 from common import cli  # first: it quiets TensorFlow's start-up
 
@@ -33,9 +33,6 @@ FLAGS = flags.FLAGS
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
-                             "--helpshort lists them.")
     if not FLAGS.data:
         raise UserError("--data is required: the BEIR folder that holds corpus.jsonl, queries.jsonl and "
                         "qrels/<split>.tsv.")

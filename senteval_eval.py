@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import sys
 
-from absl import app, flags
+from absl import flags
 
 from common import cli  # first: it quiets TensorFlow's start-up
 
@@ -65,9 +65,6 @@ FLAGS = flags.FLAGS
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
-                             "--helpshort lists them.")
     configs = [get_config(name, _NHID.value) for name in dict.fromkeys(_CONFIG.value)]
     seeds = _seeds(_SEED.value)
     chosen, _ = tasks_to_run(_TASKS.value, FLAGS.data_path)  # unknown tasks and missing data fail before loading

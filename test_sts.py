@@ -11,7 +11,7 @@ scores each pair with a cross-encoder ((sentence1, sentence2) -> score).
 
 from __future__ import annotations
 
-from absl import app, flags
+from absl import flags
 
 from common import cli  # first: it quiets TensorFlow's start-up
 
@@ -39,9 +39,6 @@ FLAGS = flags.FLAGS
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
-                             "--helpshort lists them.")
     # A user error (unknown model, wrong mode, missing data) ends in cli.run as one line, exit 2.
     if FLAGS.pairs is None and (FLAGS.columns or FLAGS.output):
         raise UserError("--columns and --output apply to --pairs=<file>; give --pairs, or leave them out.")

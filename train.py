@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import sys
 
-from absl import app, flags
+from absl import flags
 
 from common import cli  # first: it quiets TensorFlow's start-up
 from common import artifacts
@@ -34,9 +34,6 @@ FLAGS = flags.FLAGS
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
-                             "--helpshort lists them.")
     config = train_config_from_flags(FLAGS, OWNERS)
     run = config.run
     evaluator = dev_evaluator(run.data_path, run.dev_data, run.dev_task,

@@ -39,7 +39,7 @@ import os
 import time
 from typing import Any, Callable, Dict, List, Tuple
 
-from absl import app, flags
+from absl import flags
 
 from common import cli  # first: it quiets TensorFlow's start-up
 
@@ -450,9 +450,6 @@ RUNNERS = {"pause": pause, "declutr": declutr, "simcse": simcse, "trans_encoder"
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
-                             "--helpshort lists them.")
     if FLAGS.method is None:
         raise UserError(f"--method is required: one of {', '.join(METHODS)}.")
     given = {name: FLAGS[name].value for name in setting_fields() if FLAGS[name].present}

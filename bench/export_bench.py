@@ -18,7 +18,7 @@ import os
 import random
 import time
 
-from absl import app, flags
+from absl import flags
 
 from common import cli  # first: it quiets TensorFlow's start-up
 
@@ -190,9 +190,6 @@ def _compare(model: str):
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
-                             "--helpshort lists them.")
     load = harness.Load()
     headers, rows, data = [], [], {}
     for model in FLAGS.models:

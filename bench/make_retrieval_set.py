@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 from typing import Dict, List, Sequence, Tuple
 
-from absl import app, flags
+from absl import flags
 
 from common import cli
 
@@ -121,9 +121,6 @@ def write_snli_set(out: str, data_path: str, split: str = "dev", max_pairs: int 
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
-                             "--helpshort lists them.")
     if not FLAGS.out:
         raise UserError("--out is required: the BEIR folder to write.")
     counts = write_snli_set(FLAGS.out, FLAGS.data_path, FLAGS.split, FLAGS.max_pairs, FLAGS.documents, FLAGS.seed)

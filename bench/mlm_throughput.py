@@ -25,7 +25,7 @@ import time
 from typing import Dict, List
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 
 from common import cli
 
@@ -136,9 +136,6 @@ WHAT_DIFFERS = (
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
-                             "--helpshort lists them.")
     if not os.path.exists(FLAGS.windows):
         raise FileNotFoundError(f"--windows={FLAGS.windows}: not found; write it with "
                                 f"`python -m bench.pack_books --data_path={FLAGS.data_path} --out={FLAGS.windows}`.")

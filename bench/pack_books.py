@@ -20,7 +20,7 @@ import json
 import os
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 
 from common import cli
 
@@ -74,9 +74,6 @@ def pack(data_path: str, max_seq_len: int, heldout_books: int, seed: int) -> dic
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
-                             "--helpshort lists them.")
     arrays = pack(FLAGS.data_path, FLAGS.max_seq_len, FLAGS.heldout_books, FLAGS.seed)
     os.makedirs(os.path.dirname(os.path.abspath(FLAGS.out)), exist_ok=True)
     tmp = FLAGS.out + ".tmp.npz"

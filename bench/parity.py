@@ -68,7 +68,7 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from absl import app, flags, logging
+from absl import flags, logging
 
 from common import cli
 
@@ -1039,9 +1039,6 @@ def resolve_start(value: str, data_path: str) -> Tuple[str, str]:
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
-                             "--helpshort lists them.")
     unknown = sorted(set(FLAGS.rows) - set(ROWS))
     if unknown:
         raise UserError(f"--rows: unknown {unknown}; expected some of {', '.join(ROWS)}.")

@@ -23,7 +23,7 @@ import os
 import subprocess
 import sys
 
-from absl import app, flags
+from absl import flags
 
 from common import cli
 
@@ -142,8 +142,6 @@ def check(code: str) -> dict:
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value).")
     if not FLAGS.code or not os.path.isfile(os.path.join(FLAGS.code, "siamese_model.py")):
         raise UserError(f"--code={FLAGS.code}: not a checkout of EQTPartners/pause (no siamese_model.py); "
                         "git clone https://github.com/EQTPartners/pause")

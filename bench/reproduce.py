@@ -36,7 +36,7 @@ import os
 import time
 from typing import Any, Dict, List
 
-from absl import app, flags, logging
+from absl import flags, logging
 
 import numpy as np
 
@@ -473,9 +473,6 @@ def learning_rates(flag: str, values: List[str]) -> List[float]:
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
-                             "--helpshort lists them.")
     if FLAGS.relink_claims:
         print(relink_claims(FLAGS.results_dir, pages.command("bench.reproduce")))
         return

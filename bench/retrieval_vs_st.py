@@ -156,9 +156,6 @@ def format_page(record: dict) -> list:
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
-                             "--helpshort lists them.")
     unknown = sorted(set(FLAGS.measure) - set(MEASUREMENTS))
     if unknown or not FLAGS.measure:
         raise app.UsageError(f"--measure={','.join(FLAGS.measure)}: expected some of {', '.join(MEASUREMENTS)}.")

@@ -22,7 +22,7 @@ import os
 import subprocess
 import tempfile
 
-from absl import app, flags
+from absl import flags
 
 from common import cli
 
@@ -66,9 +66,6 @@ def _layout(folder: str) -> str:
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
-                             "--helpshort lists them.")
     import numpy as np
     import tensorflow as tf
 

@@ -30,7 +30,7 @@ import subprocess
 import sys
 import time
 
-from absl import app, flags
+from absl import flags
 
 from common import cli  # first: it quiets TensorFlow's start-up
 
@@ -131,9 +131,6 @@ def end_to_end_seconds(path: str) -> dict:
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
-                             "--helpshort lists them.")
     import numpy as np
 
     from common.data.sts import load_all

@@ -332,9 +332,6 @@ def run_sts_jobs(rounds: int, data_path: str, folder: str, loads: LoadLog, raw: 
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
-                             "--helpshort lists them.")
     unknown = (sorted(set(FLAGS.measure) - set(MEASUREMENTS))
                + sorted((set(FLAGS.precisions) | set(FLAGS.sts_precisions)) - set(PRECISIONS)))
     if unknown:

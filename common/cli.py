@@ -60,11 +60,16 @@ def _parse_flags(argv):
 
 
 def run(main: Callable) -> None:
-    """`app.run(main)`, where a user error (a flag absl cannot parse and an `app.UsageError` included)
-    ends as one line on stderr and exit code 2. Any other exception propagates: Python prints its
-    traceback and the exit code is 1."""
+    """`app.run(main)`, where stray arguments (anything but flags) and a user error (a flag absl cannot
+    parse and an `app.UsageError` included) end as one line on stderr and exit code 2. Any other
+    exception propagates: Python prints its traceback and the exit code is 1."""
 
     def wrapped(argv):
+        if len(argv) > 1:
+            # Every input of every script is a flag: a stray word is a typo or a missing "--name=".
+            sys.stderr.write(f"{os.path.basename(sys.argv[0])}: Unexpected arguments: {argv[1:]}; every input is a "
+                             "flag (--name=value), --helpshort lists them.\n")
+            return 2
         if not flags.FLAGS.verbose:
             import tensorflow as tf
 
