@@ -25,8 +25,11 @@ CPU machine shows no CUDA or CPU-feature lines.
 from common import quiet
 from common.errors import UserError
 
+# The release: the newest section of CHANGELOG.md and pyproject.toml's version say the same (a test checks).
+__version__ = "0.4.0"
+
 _API = ("SentenceModel", "similarity")
-__all__ = [*_API, "UserError"]
+__all__ = [*_API, "UserError", "__version__"]
 
 
 def __getattr__(name: str):
