@@ -42,6 +42,16 @@ def _run_child(code: str, *args: str) -> None:
     subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, check=True, env={**os.environ, "PYTHONPATH": ROOT})
 
 
+def _write_page(tmp_path, scores, percentages: str) -> None:
+    """The ladder page of `scores` in tmp_path/page, written as bench.reproduce writes it (flags parsed in a child)."""
+    (tmp_path / "scores.json").write_text(json.dumps(scores))
+    code = ("import json, sys; from absl import flags; from bench import reproduce; "
+            "reproduce.define_flags(); flags.FLAGS(['x', '--percentages=' + sys.argv[4]]); "
+            "reproduce.write_results(json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], "
+            "'python -m bench.reproduce')")
+    _run_child(code, str(tmp_path / "scores.json"), str(tmp_path), str(tmp_path / "page"), percentages)
+
+
 def test_the_results_page_has_floors_rules_and_a_verdict_per_claim(tmp_path):
     scores = {"floor: random init (mean)": {"sts_avg": 43.8, "stsb_dev": 55.6},
               "floor: TF-IDF": {"sts_avg": 60.0, "stsb_dev": 70.0, "fixed": True},
@@ -50,12 +60,7 @@ def test_the_results_page_has_floors_rules_and_a_verdict_per_claim(tmp_path):
         scores[f"pause 5% seed {seed}"] = {"sts_avg": 60.0 + shift, "stsb_dev": 70.0, "train_seconds": 10.0}
         scores[f"supervised 5% seed {seed}"] = {"sts_avg": 55.0 + shift, "stsb_dev": 66.0, "train_seconds": 10.0}
         scores[f"supervised 100% seed {seed}"] = {"sts_avg": 70.0 + shift, "stsb_dev": 75.0, "train_seconds": 10.0}
-    (tmp_path / "scores.json").write_text(json.dumps(scores))
-    code = ("import json, sys; from absl import flags; from bench import reproduce; "
-            "reproduce.define_flags(); flags.FLAGS(['x', '--percentages=5,100']); "
-            "reproduce.write_results(json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], "
-            "'python -m bench.reproduce')")
-    _run_child(code, str(tmp_path / "scores.json"), str(tmp_path), str(tmp_path / "page"))
+    _write_page(tmp_path, scores, "5,100")
     page = (tmp_path / "page" / "README.md").read_text()
     assert "Verdict rules:" in page and "`python -m bench.reproduce`" in page
     assert "| floor: random init (mean) | fixed | 43.80 |" in page
@@ -358,12 +363,7 @@ def test_the_pause_family_page_draws_its_dev_curves_and_names_each_rows_best_ste
                                             "curves": _curves(best, seed)}
         scores[f"supervised 100% seed {seed}"] = {"sts_avg": 52.0, "stsb_dev": 60.0, "train_seconds": 90.0,
                                                   "settings": {"train_epochs": 4, "train_steps_per_epoch": 50}}
-    (tmp_path / "scores.json").write_text(json.dumps(scores))
-    code = ("import json, sys; from absl import flags; from bench import reproduce; "
-            "reproduce.define_flags(); flags.FLAGS(['x', '--percentages=5,100']); "
-            "reproduce.write_results(json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], "
-            "'python -m bench.reproduce')")
-    _run_child(code, str(tmp_path / "scores.json"), str(tmp_path), str(tmp_path / "page"))
+    _write_page(tmp_path, scores, "5,100")
     page = (tmp_path / "page" / "README.md").read_text()
     assert "| pause 5% | 3 | 250, 250, 250 | 66.00 ± 1.00 | 61.00 ± 1.00 | 600, 600, 600 |" in page
     assert "| supervised 5% | 3 | 500, 500, 500 | 66.00 ± 1.00 | 61.00 ± 1.00 | 600, 600, 600 |" in page

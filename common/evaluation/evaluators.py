@@ -148,54 +148,47 @@ class StsbDevEvaluator(PairsEvaluator):
         return {self.primary_metric: spearman100(predictions, gold)}
 
 
-class ScoredPairsEvaluator(PairsEvaluator):
-    """Your own pairs with similarity scores: Spearman and Pearson x100 of cosine similarity.
+class OwnPairsEvaluator(PairsEvaluator):
+    """Pairs the user brings (a `--dev_data` file): the pairs in memory, metrics named `<prefix>_<metric>`.
 
     Args:
-        pairs: PairSet. The pairs and their gold scores (e.g. `common.evaluation.sts.read_scored_pairs`).
+        pairs: PairSet. The pairs and their gold labels.
         prefix: str. The metrics' prefix. Defaults to "dev".
         batch_size: int. Defaults to 128.
         progress: bool. Defaults to False.
     """
 
-    greater_is_better = True
+    what = "pairs"  # the evaluator's name after the prefix
+    metric = ""  # the primary metric after the prefix
 
     def __init__(self, pairs: PairSet, prefix: str = "dev", batch_size: int = 128, progress: bool = False):
         super().__init__(batch_size, progress)
         self._pairs, self.prefix = pairs, prefix
-        self.name = f"{prefix} pairs"
-        self.primary_metric = f"{prefix}_spearman"
+        self.name = f"{prefix} {self.what}"
+        self.primary_metric = f"{prefix}_{self.metric}"
 
     def pairs(self) -> PairSet:
         return self._pairs
+
+
+class ScoredPairsEvaluator(OwnPairsEvaluator):
+    """Your own pairs with similarity scores: Spearman and Pearson x100 of cosine similarity (`OwnPairsEvaluator`'s
+    arguments; the pairs e.g. from `common.evaluation.sts.read_scored_pairs`)."""
+
+    what, metric = "pairs", "spearman"
 
     def metrics_for(self, predictions: np.ndarray, gold: np.ndarray) -> Dict[str, float]:
         return {self.primary_metric: spearman100(predictions, gold),
                 f"{self.prefix}_pearson": pearson100(predictions, gold)}
 
 
-class BinaryPairsEvaluator(PairsEvaluator):
+class BinaryPairsEvaluator(OwnPairsEvaluator):
     """Your own pairs with 0/1 labels (paraphrase, duplicate): average precision of the cosine similarity, and
     accuracy, F1, precision and recall at their best cosine thresholds, as sentence-transformers'
-    `BinaryClassificationEvaluator` computes them (`common.evaluation.binary`); fractions in [0, 1].
+    `BinaryClassificationEvaluator` computes them (`common.evaluation.binary`); fractions in [0, 1]
+    (`OwnPairsEvaluator`'s arguments)."""
 
-    Args:
-        pairs: PairSet. The pairs and their 0/1 labels.
-        prefix: str. The metrics' prefix. Defaults to "dev".
-        batch_size: int. Defaults to 128.
-        progress: bool. Defaults to False.
-    """
-
-    greater_is_better = True
-
-    def __init__(self, pairs: PairSet, prefix: str = "dev", batch_size: int = 128, progress: bool = False):
-        super().__init__(batch_size, progress)
-        self._pairs, self.prefix = pairs, prefix
-        self.name = f"{prefix} binary pairs"
-        self.primary_metric = f"{prefix}_ap"
-
-    def pairs(self) -> PairSet:
-        return self._pairs
+    what, metric = "binary pairs", "ap"
 
     def metrics_for(self, predictions: np.ndarray, gold: np.ndarray) -> Dict[str, float]:
         from common.evaluation.binary import binary_pair_metrics
