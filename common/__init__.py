@@ -13,12 +13,14 @@
 - `common.artifacts`: run IDs, the artifacts layout and atomic publishing.
 - `common.api`: `SentenceModel` (load any `--model` value, `encode`) and `similarity`,
   the Python API for users; `from common import SentenceModel, similarity` works too.
+- `common.models.encoder.SentenceEncoder`: the encoder as a Keras 3 layer for users' models
+  (`SentenceEncoder.from_preset("minilm")`); `from common import SentenceEncoder` works too.
 - `common.errors`: `UserError`, raised for input the user gave that is wrong (a
   `ValueError`); `from common import UserError` works too.
 
 Only `common.errors` and `common.quiet` (no dependencies; it sets TF_CPP_MIN_LOG_LEVEL) are imported
-here, so `import common.training` never loads an evaluator: the two API names are looked up in
-`common.api` when first used (PEP 562), after TensorFlow is loaded quietly, so that a notebook on a
+here, so `import common.training` never loads an evaluator: the three API names are looked up in
+their modules when first used (PEP 562), after TensorFlow is loaded quietly, so that a notebook on a
 CPU machine shows no CUDA or CPU-feature lines.
 """
 
@@ -28,7 +30,8 @@ from common.errors import UserError
 # The release: the newest section of CHANGELOG.md and pyproject.toml's version say the same (a test checks).
 __version__ = "0.4.0"
 
-_API = ("SentenceModel", "similarity")
+# The public names looked up when first used, and the module each lives in.
+_API = {"SentenceModel": "common.api", "similarity": "common.api", "SentenceEncoder": "common.models.encoder"}
 __all__ = [*_API, "UserError", "__version__"]
 
 
@@ -36,7 +39,7 @@ def __getattr__(name: str):
     if name in _API:
         if not quiet.VERBOSE_REQUESTED:
             quiet.load_tensorflow()
-        from common import api
+        import importlib
 
-        return getattr(api, name)
+        return getattr(importlib.import_module(_API[name]), name)
     raise AttributeError(f"module 'common' has no attribute {name!r}")

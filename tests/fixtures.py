@@ -223,3 +223,17 @@ def write_hf_roberta_dir(path: str, num_layers: int = 2, prefixed: bool = True, 
                   "lm_head.bias": rng.normal(size=vocab_size).astype(np.float32) * 0.2})
     save_file(t, os.path.join(path, "model.safetensors"))
     return path
+
+
+def rebuilt_from_config(encoder, config=None):
+    """`encoder` rebuilt as `keras.saving.load_model` rebuilds it, weights aside: from its config (or
+    `config`, an edited copy of it), then its tokenizer from the assets it saves."""
+    import tempfile
+
+    from common.models.encoder import SentenceEncoder
+
+    clone = SentenceEncoder.from_config(encoder.get_config() if config is None else config)
+    with tempfile.TemporaryDirectory() as assets:
+        encoder.save_assets(assets)
+        clone.load_assets(assets)
+    return clone

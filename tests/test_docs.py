@@ -590,16 +590,18 @@ def test_entry_points_resolve_as_the_shell_would():
 
 
 def test_the_examples_in_the_public_apis_docstrings_run_as_written():
-    """SentenceModel, build_encoder, the method registry and the evaluators show an Example; each runs and prints
-    what it says."""
+    """SentenceModel, build_encoder, SentenceEncoder.from_preset, the method registry and the evaluators show an
+    Example; each runs and prints what it says."""
     import doctest
 
     from common import api
     from common.evaluation import evaluators
     from common.models import sources
+    from common.models.encoder import SentenceEncoder
     from common.training import registry
 
-    for obj in (api.SentenceModel, sources.build_encoder, registry.build_config, evaluators):
+    for obj in (api.SentenceModel, sources.build_encoder, SentenceEncoder.from_preset, registry.build_config,
+                evaluators):
         assert ">>>" in obj.__doc__, obj
         finder, runner = doctest.DocTestFinder(recurse=False), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
         for test in finder.find(obj, globs={}):

@@ -125,6 +125,12 @@ class BertBackbone(keras.Model):
         return {"sequence_output": x, "pooled_output": self.pooled_dense(x[:, 0, :])}
 
     @property
+    def input_dtype(self) -> str:
+        """Token ids and masks: Keras converts no input to a float, and the default signature a
+        SavedModel of a model holding this backbone traces for it takes int32 ids."""
+        return "int32"
+
+    @property
     def hidden_size(self) -> int:
         return self.config.hidden_size
 

@@ -2,13 +2,21 @@
 
 `EncoderConfig` says which model (`spec`: any `--model` value that names an encoder) and how it is
 used; `common.models.sources.build_encoder` builds the `SentenceEncoder` it names, from whichever
-kind of source that is. `inference_encoder` is what a trained encoder is published as.
+kind of source that is. `SentenceEncoder.from_preset` is the same as a Keras layer for users' models
+(strings in, embeddings out; docs/usage/keras.md). `inference_encoder` is what a trained encoder is
+published as.
+
+A `.keras` file holds the encoder as keras-hub holds its models: the architecture in `get_config`,
+the weights, and the tokenizer's vocabulary (and BPE merges) as assets (`save_assets`), so the
+config stays small and an error that prints it stays short.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, Mapping, Optional, Sequence
+import json
+import os
+from typing import Dict, Mapping, Optional, Sequence, Union
 
 import keras
 import numpy as np
@@ -45,8 +53,10 @@ class EncoderConfig:
             fresh BERTs). Defaults to 0.
         dropout: float or None. Overrides the architecture's dropout rate; None
             keeps it (`SentenceEncoder.model_dropout`).
-        precision: str. "fp32", "bf16" or "fp16" (`common.models.precision`): how
-            the backbone computes; the outputs are float32 in each. Defaults to "fp32".
+        precision: str or None. "fp32", "bf16" or "fp16" (`common.models.precision`): how
+            the backbone computes; the outputs are float32 in each. None follows Keras'
+            global dtype policy ("float32", "mixed_bfloat16" or "mixed_float16") when the
+            encoder is built, and the built encoder records what it took. Defaults to None.
 
     `max_seq_len`, `pad_to_multiple_of`, `dropout` and `precision` are properties of
     how the encoder is used, not of its weights (USAGE_FIELDS): a train.py artifact
@@ -61,20 +71,39 @@ class EncoderConfig:
     pad_to_multiple_of: int = 1
     seed: int = 0
     dropout: Optional[float] = None
-    precision: str = precision_lib.DEFAULT_PRECISION
+    precision: Optional[str] = None
 
 
 # EncoderConfig fields that describe a use of the encoder (training at 32 tokens without dropout,
 # scoring untruncated in bf16), not the model: what an artifact records of them is never reused.
 USAGE_FIELDS = ("max_seq_len", "pad_to_multiple_of", "dropout", "precision")
 
+# What calling a SentenceEncoder returns: the sentence embedding [B, E], or the dict of every output.
+OUTPUT_MODES = ("embedding", "dict")
+# The assets of a `.keras` file: the tokens in id order (a JSON list: exact for any token) and, for
+# byte-level BPE, the merges in rank order (one "left right" per line, as merges.txt).
+VOCABULARY_ASSET = "vocabulary.json"
+MERGES_ASSET = "merges.txt"
+# Which tokenizer a config rebuilds (get_config's "tokenizer_type").
+_TOKENIZER_TYPES = {"wordpiece": BertTokenizer, "byte_level_bpe": ByteLevelBpeTokenizer}
+
+
+def _check_output_mode(output_mode: str) -> str:
+    if output_mode not in OUTPUT_MODES:
+        raise UserError(f"output_mode must be one of {', '.join(OUTPUT_MODES)}; got {output_mode!r}.")
+    return output_mode
+
 
 @keras.saving.register_keras_serializable(package="common")
 class SentenceEncoder(keras.Model):
-    """Raw strings (or tokenized batches) -> token outputs, mask and sentence embedding.
+    """Raw strings (or tokenized batches) -> sentence embedding, or every output.
+
+    Users build one with `from_preset`; the toolkit's training and export build theirs with
+    `common.models.sources.build_encoder` (every output, `output_mode="dict"`).
 
     Args:
-        tokenizer: BertTokenizer. In-graph tokenizer.
+        tokenizer: BertTokenizer or None. In-graph tokenizer; None only while a `.keras` file
+            is loaded (`from_config`), until `load_assets` reads its vocabulary.
         backbone: keras layer mapping keras-hub BERT inputs to `sequence_output`.
         pooling: str. "mean", "cls" or "pooler" (`common.models.pooling.pool`).
         normalize: bool. L2-normalise the `embedding` output.
@@ -93,17 +122,28 @@ class SentenceEncoder(keras.Model):
         prompts: dict of str to str or None. The model's named prompts (sentence-transformers'
             `prompts`); `common.models.sources.resolve.Embedder` applies them. Defaults to none.
         default_prompt_name: str or None. The prompt that applies when none is asked for.
+        output_mode: str. What a call returns: "dict" (every output, see `call`) or "embedding"
+            (the `embedding` output alone, [B, E]). Defaults to "dict".
+        tokenizer_config: TokenizerConfig or None. With `tokenizer` None: the tokenizer that
+            `load_assets` builds.
+        tokenizer_type: str. With `tokenizer` None: "wordpiece" or "byte_level_bpe".
     """
 
-    def __init__(self, tokenizer: BertTokenizer, backbone, pooling: str, normalize: bool,
+    def __init__(self, tokenizer: Optional[BertTokenizer], backbone, pooling: str, normalize: bool,
                  config: EncoderConfig, pretrained_head_tensors: Optional[Dict[str, np.ndarray]] = None,
                  declared_max_seq_len: Optional[int] = None, model_dropout: Optional[float] = None,
                  dense_layers: Sequence[keras.layers.Dense] = (), include_prompt: bool = True,
-                 prompts: Optional[Mapping[str, str]] = None, default_prompt_name: Optional[str] = None, **kwargs):
-        super().__init__(**kwargs)
+                 prompts: Optional[Mapping[str, str]] = None, default_prompt_name: Optional[str] = None,
+                 output_mode: str = "dict", tokenizer_config: Optional[TokenizerConfig] = None,
+                 tokenizer_type: str = "wordpiece", **kwargs):
+        config = dataclasses.replace(config, precision=precision_lib.resolve_precision(config.precision))
+        kwargs.pop("dtype", None)  # get_config's, rebuilt from the precision
+        super().__init__(dtype=precision_lib.dtype_policy(config.precision), **kwargs)
         if pooling not in POOLING_MODES:
             raise UserError(f"Unknown pooling {pooling!r}; expected one of {POOLING_MODES}.")
+        self.output_mode = _check_output_mode(output_mode)
         self.tokenizer = tokenizer
+        self._pending_tokenizer = (tokenizer_config, tokenizer_type)
         self.backbone = backbone
         self.dense_layers = list(dense_layers)
         # tf.train.Checkpoint does not see layers inside a Keras-tracked list (as BertBackbone's layers).
@@ -125,6 +165,86 @@ class SentenceEncoder(keras.Model):
         self._head_tensors = tuple((pretrained_head_tensors or {}).items())
         # A train.py weights checkpoint that holds a trained MLM head (`model/mlm_head`), or None.
         self.pretrained_head_checkpoint = None
+        # Every variable exists by now (the backbones and Dense modules build themselves). Built on a
+        # 1-D string batch, so that what Keras derives from the build shape (`get_build_config`, the
+        # default signature a SavedModel of a model holding this one traces, with `input_dtype`) is
+        # a batch of sentences, not the float tensor Keras assumes.
+        self.build((None,))
+
+    def build(self, input_shape=None):
+        """Nothing to create (see `__init__`); `input_shape` is a 1-D batch of sentences."""
+
+    @property
+    def input_dtype(self) -> str:
+        """Sentences: Keras converts no input to a float, and a model holding this encoder is
+        saved with a string serving signature."""
+        return "string"
+
+    @classmethod
+    def from_preset(cls, preset: str = "minilm", *, output_mode: str = "embedding", trainable: bool = True,
+                    max_seq_len: Optional[int] = None, pooling: Optional[str] = None,
+                    normalize: Optional[bool] = None, dropout: Optional[float] = None,
+                    precision: Optional[str] = None, seed: int = 0) -> "SentenceEncoder":
+        """A Keras layer that embeds sentences: a 1-D `tf.string` batch in, [batch, dim] float32 out.
+
+        The name is keras-hub's (`keras_hub.models.Backbone.from_preset`); a preset is any
+        `--model` value that names an encoder (docs/usage/models.md): "minilm", a Hugging Face or
+        sentence-transformers folder, a train.py run ID or directory, a TF Hub BERT, or a fresh
+        random BERT ("random_bert_tiny", ...). The tokenizer is inside the layer, so it takes raw
+        strings (`keras.Input(shape=(), dtype="string")`) in Sequential and functional models,
+        trains end to end with `fit`, saves to `.keras` files and exports with `model.export`.
+
+        Args:
+            preset: str. The encoder. Defaults to "minilm".
+            output_mode: str. "embedding": the sentence embedding [batch, dim], pooled then
+                L2-normalised where `normalize` is on; "dict": every output as a dict
+                (`sequence_output`, `padding_mask`, `token_ids`, `pooler_output`, `pooled`,
+                `embedding`; see `call`). Defaults to "embedding".
+            trainable: bool. False freezes the encoder (its weights are not updated by
+                `fit`); as `layer.trainable = False`. Defaults to True.
+            max_seq_len: int or None. Tokens kept per sentence, [CLS] and [SEP] included;
+                None: the model's own maximum (MiniLM: 256). Defaults to None.
+            pooling: str or None. "mean", "cls" or "pooler"; None: the model's own (MiniLM:
+                mean). Defaults to None.
+            normalize: bool or None. L2-normalise the embedding; None: the model's own
+                (MiniLM: True). Defaults to None.
+            dropout: float or None. The dropout rate while training (`fit`, or a call with
+                `training=True`; none otherwise); None: the model's own (0.1 for BERTs).
+                Defaults to None.
+            precision: str or None. "fp32", "bf16" or "fp16"; None follows Keras' global policy
+                (`keras.mixed_precision.set_global_policy("mixed_bfloat16")` gives bf16). The
+                embedding is float32 in every precision. Defaults to None.
+            seed: int. Initialisation seed of a fresh random BERT. Defaults to 0.
+
+        Returns:
+            A `SentenceEncoder` (a `keras.Model`, so a layer) with the preset's weights loaded.
+
+        Raises:
+            UserError: for an unknown preset or output mode.
+            FileNotFoundError: when a file the preset needs is missing.
+
+        Example:
+            >>> import keras, tensorflow as tf
+            >>> from common.models import SentenceEncoder
+            >>> encoder = SentenceEncoder.from_preset("random_tiny")  # or "minilm", a folder, a run
+            >>> encoder(tf.constant(["A man plays a guitar."])).shape
+            TensorShape([1, 32])
+            >>> model = keras.Sequential([keras.Input(shape=(), dtype="string"), encoder, keras.layers.Dense(6)])
+            >>> model(tf.constant(["Who was Galileo ?", "How far is Aspen ?"])).shape
+            TensorShape([2, 6])
+        """
+        # sources assembles this class from its parts, so it is imported when first used.
+        from common.models.sources import build_encoder
+
+        _check_output_mode(output_mode)
+        encoder = build_encoder(EncoderConfig(spec=preset, max_seq_len=max_seq_len, pooling=pooling,
+                                              normalize=normalize, dropout=dropout, precision=precision, seed=seed))
+        encoder.output_mode = output_mode
+        if not trainable:
+            # Only to freeze: setting True would also unfreeze BERT's pooler, which gets no gradient
+            # unless it pools (`__init__`).
+            encoder.trainable = False
+        return encoder
 
     @property
     def hidden_size(self) -> int:
@@ -156,6 +276,13 @@ class SentenceEncoder(keras.Model):
             return self._model_dropout
         return self.backbone.config.dropout if isinstance(self.backbone, BertBackbone) else None
 
+    @property
+    def tokenizer_or_raise(self) -> BertTokenizer:
+        if self.tokenizer is None:
+            raise ValueError(f"{self.name} has no vocabulary yet: it was rebuilt from its config alone; "
+                             "its vocabulary comes from the .keras file's assets (load_assets).")
+        return self.tokenizer
+
     def with_length(self, max_seq_len: Optional[int] = None) -> "SentenceEncoder":
         """This encoder's backbone (shared, not copied) behind a tokenizer that truncates at
         `max_seq_len` (None: `model_max_seq_len`) and pads each batch to its longest
@@ -178,7 +305,7 @@ class SentenceEncoder(keras.Model):
                                   self.pretrained_head_tensors, self.declared_max_seq_len, self._model_dropout,
                                   dense_layers=self.dense_layers, include_prompt=self.include_prompt,
                                   prompts=self.prompts, default_prompt_name=self.default_prompt_name,
-                                  name=self.name)
+                                  output_mode=self.output_mode, name=self.name)
         sibling.pretrained_head_checkpoint = self.pretrained_head_checkpoint
         return sibling
 
@@ -192,27 +319,28 @@ class SentenceEncoder(keras.Model):
         return dict(self._head_tensors)
 
     def tokenize(self, texts: tf.Tensor) -> Dict[str, tf.Tensor]:
-        return self.tokenizer(texts)
+        return self.tokenizer_or_raise(texts)
 
-    def call(self, inputs, training: bool = False, prompt_length: int = 0) -> Dict[str, tf.Tensor]:
+    def call(self, inputs, training: bool = False, prompt_length: int = 0) -> Union[tf.Tensor, Dict[str, tf.Tensor]]:
         """Encodes a 1-D tf.string batch or a dict of tokenized inputs.
 
         Args:
             inputs: 1-D tf.string tensor, or the tokenizer's dict.
-            training: bool. Dropout on.
+            training: bool. Dropout on. Keras passes `fit`'s (True) and `predict`'s (False)
+                to a model that holds this encoder.
             prompt_length: int. Every text starts with a prompt of this many tokens, [CLS]
                 included (`prompt_token_count`); with `include_prompt` False they are left out of
                 mean and CLS pooling, as sentence-transformers leaves them (CLS pooling then takes
                 the first token after the prompt). Defaults to 0.
 
         Returns:
-            Dict with `sequence_output` [B, T, H], `padding_mask` [B, T],
-            `token_ids` [B, T], `pooler_output` [B, H] (BERT's pooler, whatever
-            the pooling), `pooled` [B, E] (pooling, then the Dense modules; E is
-            `embedding_size`) and `embedding` [B, E] (pooled, then L2-normalised if
-            `normalize`).
+            With `output_mode` "embedding", the `embedding` below. With "dict", a dict with
+            `sequence_output` [B, T, H], `padding_mask` [B, T], `token_ids` [B, T],
+            `pooler_output` [B, H] (BERT's pooler, whatever the pooling), `pooled` [B, E]
+            (pooling, then the Dense modules; E is `embedding_size`) and `embedding` [B, E]
+            (pooled, then L2-normalised if `normalize`). All float32 but the int32 ids and mask.
         """
-        tokens = inputs if isinstance(inputs, Mapping) else self.tokenizer(inputs)
+        tokens = inputs if isinstance(inputs, Mapping) else self.tokenizer_or_raise(inputs)
         outputs = self.backbone(tokens, training=training)
         # float32 at the encoder's boundary whatever the backbone computes in (`--precision`):
         # pooling, normalisation and every loss downstream stay float32 (a no-op in fp32).
@@ -227,6 +355,8 @@ class SentenceEncoder(keras.Model):
         for layer in self.dense_layers:
             pooled = layer(pooled)  # [B, E]
         embedding = tf.math.l2_normalize(pooled, axis=-1) if self.normalize else pooled
+        if self.output_mode == "embedding":
+            return embedding
         return {
             "sequence_output": sequence_output,
             "padding_mask": tokens["padding_mask"],
@@ -236,12 +366,33 @@ class SentenceEncoder(keras.Model):
             "embedding": embedding,
         }
 
+    def compute_output_spec(self, inputs, training=None, prompt_length=0):
+        """The outputs' shapes and dtypes without running the tokenizer: what Keras asks for when a
+        functional model is built, which a `.keras` file rebuilds before `load_assets` has given the
+        encoder its vocabulary."""
+        batch = (inputs["token_ids"] if isinstance(inputs, Mapping) else inputs).shape[0]
+        embedding = keras.KerasTensor((batch, self.embedding_size), dtype="float32")
+        if self.output_mode == "embedding":
+            return embedding
+        return {
+            "sequence_output": keras.KerasTensor((batch, None, self.hidden_size), dtype="float32"),
+            "padding_mask": keras.KerasTensor((batch, None), dtype="int32"),
+            "token_ids": keras.KerasTensor((batch, None), dtype="int32"),
+            "pooler_output": keras.KerasTensor((batch, self.hidden_size), dtype="float32"),
+            "pooled": embedding,
+            "embedding": keras.KerasTensor((batch, self.embedding_size), dtype="float32"),
+        }
+
+    def _embedding(self, outputs) -> tf.Tensor:
+        """The embedding among what a call returned, in either output mode."""
+        return outputs if self.output_mode == "embedding" else outputs["embedding"]
+
     def embed_strings(self, texts: tf.Tensor) -> tf.Tensor:
-        return self(texts, training=False)["embedding"]
+        return self._embedding(self(texts, training=False))
 
     def token_counts(self, texts: tf.Tensor) -> tf.Tensor:
         """Tokens per text before padding (1-D tf.string -> int32 [batch]): what batches are sorted by."""
-        return self.tokenizer.token_counts(texts)
+        return self.tokenizer_or_raise.token_counts(texts)
 
     def prompt_token_count(self, prompt: str) -> int:
         """The tokens a prompt puts before a text, [CLS] included: sentence-transformers'
@@ -259,48 +410,101 @@ class SentenceEncoder(keras.Model):
         spec = [tf.TensorSpec([None], tf.string)]
         if prompt_length:
             def embed(texts):
-                return self(texts, training=False, prompt_length=prompt_length)["embedding"]
+                return self._embedding(self(texts, training=False, prompt_length=prompt_length))
         else:
             embed = self.embed_strings
         fn = tf.function(embed, input_signature=spec)
         fn.token_counts = tf.function(self.token_counts, input_signature=spec)
         return fn
 
+    def _tokenizer_type(self) -> str:
+        if self.tokenizer is None:
+            return self._pending_tokenizer[1]
+        return "byte_level_bpe" if isinstance(self.tokenizer, ByteLevelBpeTokenizer) else "wordpiece"
+
     def get_config(self):
-        """Everything needed to rebuild this encoder's architecture and tokenizer, no weights."""
+        """The architecture and the tokenizer's settings: no weights, and no vocabulary, which a
+        `.keras` file holds as assets (`save_assets`) as keras-hub's tokenizers do."""
         backbone = ({"bert": dataclasses.asdict(self.backbone.config)}
                     if isinstance(self.backbone, BertBackbone) else {"hub": self.backbone.handle})
-        merges = {"merges": list(self.tokenizer.merges)} if isinstance(self.tokenizer, ByteLevelBpeTokenizer) else {}
         dense = [{"input_dim": int(layer.kernel.shape[0]), "units": layer.units, "use_bias": layer.use_bias,
                   "activation": layer.get_config()["activation"]} for layer in self.dense_layers]
-        return {**super().get_config(), "encoder_config": dataclasses.asdict(self.encoder_config),
-                "backbone": backbone, "vocabulary": list(self.tokenizer.vocabulary),
-                "tokenizer": dataclasses.asdict(self.tokenizer.config),
-                "declared_max_seq_len": self.declared_max_seq_len, "model_dropout": self._model_dropout,
-                "dense": dense, "include_prompt": self.include_prompt, "prompts": dict(self.prompts),
-                "default_prompt_name": self.default_prompt_name, **merges}
+        tokenizer_config = self.tokenizer.config if self.tokenizer is not None else self._pending_tokenizer[0]
+        config = {**super().get_config(), "encoder_config": dataclasses.asdict(self.encoder_config),
+                  "backbone": backbone, "tokenizer": dataclasses.asdict(tokenizer_config),
+                  "tokenizer_type": self._tokenizer_type(),
+                  "declared_max_seq_len": self.declared_max_seq_len, "model_dropout": self._model_dropout,
+                  "dense": dense, "include_prompt": self.include_prompt, "prompts": dict(self.prompts),
+                  "default_prompt_name": self.default_prompt_name, "output_mode": self.output_mode}
+        config.pop("dtype", None)  # the precision's, rebuilt from encoder_config
+        return config
+
+    def save_assets(self, dir_path: str) -> None:
+        """Writes the tokenizer's vocabulary (VOCABULARY_ASSET) and, for byte-level BPE, its merges
+        (MERGES_ASSET) into `dir_path`: what `keras.Model.save` stores beside the weights."""
+        tokenizer = self.tokenizer_or_raise
+        with tf.io.gfile.GFile(os.path.join(dir_path, VOCABULARY_ASSET), "w") as f:
+            json.dump(tokenizer.vocabulary, f, ensure_ascii=False)
+        if isinstance(tokenizer, ByteLevelBpeTokenizer):
+            with tf.io.gfile.GFile(os.path.join(dir_path, MERGES_ASSET), "w") as f:
+                f.write("\n".join(tokenizer.merges) + "\n")
+
+    def load_assets(self, dir_path: str) -> None:
+        """Builds the tokenizer from what `save_assets` wrote (`keras.saving.load_model` calls it
+        after `from_config`). An encoder whose config held its vocabulary (`.keras` files written
+        before the vocabulary became an asset) has its tokenizer already and reads nothing.
+
+        Raises:
+            UserError: when the vocabulary (or a BPE tokenizer's merges) is not among the assets.
+        """
+        if self.tokenizer is not None:
+            return
+        tokenizer_config, tokenizer_type = self._pending_tokenizer
+        vocabulary_path = os.path.join(dir_path, VOCABULARY_ASSET)
+        merges_path = os.path.join(dir_path, MERGES_ASSET)
+        needed = [vocabulary_path] + ([merges_path] if tokenizer_type == "byte_level_bpe" else [])
+        missing = [os.path.basename(p) for p in needed if not tf.io.gfile.exists(p)]
+        if missing:
+            raise UserError(f"{self.name}: the saved model has no {' or '.join(missing)} among its assets; "
+                            "save it again with keras.Model.save from a model holding a SentenceEncoder.")
+        with tf.io.gfile.GFile(vocabulary_path, "r") as f:
+            vocabulary = json.load(f)
+        if tokenizer_type == "byte_level_bpe":
+            with tf.io.gfile.GFile(merges_path, "r") as f:
+                merges = [line for line in f.read().split("\n") if line]
+            self.tokenizer = ByteLevelBpeTokenizer(vocabulary, merges, tokenizer_config)
+        else:
+            self.tokenizer = BertTokenizer(vocabulary, tokenizer_config)
 
     @classmethod
     def from_config(cls, config):
-        """The same architecture and tokenizer, with freshly initialised weights: a
-        BERT backbone is rebuilt from its stored configuration (no checkpoint is
-        read); a TF Hub backbone is the SavedModel itself and is loaded again."""
+        """The same architecture, with freshly initialised weights: a BERT backbone is rebuilt
+        from its stored configuration (no checkpoint is read); a TF Hub backbone is the
+        SavedModel itself and is loaded again. The tokenizer is built by `load_assets`, or here
+        from a config that holds its vocabulary (as `get_config` wrote it before the vocabulary
+        became an asset)."""
         encoder_config = EncoderConfig(**config["encoder_config"])
         if "bert" in config["backbone"]:
             backbone = BertBackbone(BertConfig(**config["backbone"]["bert"]),
                                     precision=encoder_config.precision, name="backbone")
         else:
             backbone = hub_backbone.HubBertBackbone(config["backbone"]["hub"], name="backbone")
-        if "merges" in config:
-            tokenizer = ByteLevelBpeTokenizer(config["vocabulary"], config["merges"],
-                                              TokenizerConfig(**config["tokenizer"]))
-        else:
-            tokenizer = BertTokenizer(config["vocabulary"], TokenizerConfig(**config["tokenizer"]))
+        tokenizer_config = TokenizerConfig(**config["tokenizer"])
+        tokenizer_type = config.get("tokenizer_type", "byte_level_bpe" if "merges" in config else "wordpiece")
+        if tokenizer_type not in _TOKENIZER_TYPES:
+            raise UserError(f"Unknown tokenizer_type {tokenizer_type!r}; expected one of {tuple(_TOKENIZER_TYPES)}.")
+        tokenizer = None
+        if "vocabulary" in config:
+            vocabulary = config["vocabulary"]
+            tokenizer = (ByteLevelBpeTokenizer(vocabulary, config["merges"], tokenizer_config)
+                         if tokenizer_type == "byte_level_bpe" else BertTokenizer(vocabulary, tokenizer_config))
         dense = [st_folder.dense_layer(spec, i) for i, spec in enumerate(config.get("dense", ()))]
         return cls(tokenizer, backbone, encoder_config.pooling, encoder_config.normalize, encoder_config,
                    declared_max_seq_len=config.get("declared_max_seq_len"), model_dropout=config.get("model_dropout"),
                    dense_layers=dense, include_prompt=config.get("include_prompt", True),
                    prompts=config.get("prompts"), default_prompt_name=config.get("default_prompt_name"),
+                   output_mode=config.get("output_mode", "dict"), tokenizer_config=tokenizer_config,
+                   tokenizer_type=tokenizer_type, trainable=config.get("trainable", True),
                    name=config.get("name", "sentence_encoder"))
 
 
@@ -312,12 +516,17 @@ def _backbone_copy(backbone: BertBackbone, dropout: float) -> BertBackbone:
 
 
 def float32_encoder(encoder: SentenceEncoder) -> SentenceEncoder:
-    """`encoder` itself in fp32, else an fp32 copy with the same weights (for export:
-    exported graphs compute in float32 whatever the run trained in)."""
-    if not precision_lib.is_mixed(encoder.encoder_config.precision):
-        return encoder
-    return encoder._sibling(encoder.tokenizer, _backbone_copy(encoder.backbone, encoder.backbone.config.dropout),
-                            dataclasses.replace(encoder.encoder_config, precision=precision_lib.DEFAULT_PRECISION))
+    """`encoder` itself in fp32 with every output (`output_mode` "dict"), else an fp32 copy with
+    the same weights, or a view that shares them and returns every output (for export: exported
+    graphs compute in float32 whatever the run trained in, and read the outputs they need)."""
+    if precision_lib.is_mixed(encoder.encoder_config.precision):
+        config = dataclasses.replace(encoder.encoder_config, precision=precision_lib.DEFAULT_PRECISION)
+        encoder = encoder._sibling(encoder.tokenizer, _backbone_copy(encoder.backbone, encoder.backbone.config.dropout),
+                                   config)
+    if encoder.output_mode != "dict":
+        encoder = encoder._sibling(encoder.tokenizer, encoder.backbone, encoder.encoder_config)
+        encoder.output_mode = "dict"
+    return encoder
 
 
 def inference_encoder(encoder: SentenceEncoder, max_seq_len: Optional[int] = None) -> SentenceEncoder:

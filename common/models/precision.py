@@ -7,9 +7,12 @@
           scale (`common.training.loss_scale`), float16's range being too small for
           small gradients.
 
-The policy is set per layer (`dtype=` of the backbone and its sublayers), never
-with `keras.mixed_precision.set_global_policy`, so a process can hold an fp32 and
-a bf16 encoder side by side. Under a mixed policy, these stay float32:
+The policy is set per layer (`dtype=` of the backbone and its sublayers), so a process
+can hold an fp32 and a bf16 encoder side by side. An encoder built without a precision
+(`EncoderConfig(precision=None)`, the Keras layer's default) takes it from Keras' global
+policy (`keras.mixed_precision.set_global_policy`, `resolve_precision`), once, when it is
+built; a precision given explicitly wins over the global policy. Under a mixed policy,
+these stay float32:
   - the encoder's outputs (`SentenceEncoder` casts the token outputs at its
     boundary, so pooling, L2 normalisation and every loss are float32; the MLM
     head returns float32 logits);
@@ -30,7 +33,7 @@ a bf16 encoder side by side. Under a mixed policy, these stay float32:
 
 from __future__ import annotations
 
-from typing import Callable, Union
+from typing import Callable, Optional, Union
 
 import keras
 
@@ -53,6 +56,27 @@ def check_precision(precision: str) -> str:
     if precision not in PRECISIONS:
         raise UserError(f"--precision must be one of {', '.join(PRECISIONS)}; got {precision!r}.")
     return precision
+
+
+def global_precision() -> str:
+    """The precision of Keras' global dtype policy (`keras.config.dtype_policy()`): "fp32" for
+    "float32", "bf16" for "mixed_bfloat16", "fp16" for "mixed_float16".
+
+    Raises:
+        UserError: for any other global policy (an encoder keeps float32 variables, so a pure
+            "bfloat16" or "float16" policy has no precision here), naming the ones it follows.
+    """
+    name = keras.config.dtype_policy().name
+    for precision, policy in _POLICIES.items():
+        if policy == name:
+            return precision
+    raise UserError(f"Keras' global dtype policy is {name!r}; the encoder follows 'float32', 'mixed_bfloat16' or "
+                    "'mixed_float16': set one of those, or give the encoder a precision (precision='fp32').")
+
+
+def resolve_precision(precision: Optional[str]) -> str:
+    """`precision` itself if given (checked), else the global policy's (`global_precision`)."""
+    return global_precision() if precision is None else check_precision(precision)
 
 
 def dtype_policy(precision: str) -> keras.DTypePolicy:

@@ -11,6 +11,7 @@ from common.models.bert_config import BertConfig
 from common.models.encoder import EncoderConfig, SentenceEncoder
 from common.models.sources import build_encoder
 from common.models.masked_lm import MaskedLMHead
+from fixtures import rebuilt_from_config
 
 SENTENCES = tf.constant(["a man plays a guitar .", "stocks fell sharply on monday ."])
 
@@ -24,7 +25,7 @@ def test_get_config_round_trip_gives_the_same_model_without_reading_weights(monk
 
     monkeypatch.setattr(hf_weights, "hf_tensors", no_disk)
     monkeypatch.setattr(hf_weights, "load_hf_weights", no_disk)
-    clone = SentenceEncoder.from_config(config)
+    clone = rebuilt_from_config(encoder, config)
     clone(SENTENCES)  # builds its variables
     assert clone.encoder_config == encoder.encoder_config and clone.tokenizer.config == encoder.tokenizer.config
     # Fresh weights first (no checkpoint was read), then the same weights give the same embeddings.

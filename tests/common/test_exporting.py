@@ -27,6 +27,7 @@ from common.export.sentence_transformers_folder import tokenizer_json, write_sen
 from common.models.tokenization import BertTokenizer, TokenizerConfig
 from common.training import registry
 from common.training.runs import train
+from fixtures import rebuilt_from_config
 from numpy_bert import bert_mean_pooled, bert_pooler_output
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -75,7 +76,7 @@ def _approximate_gelu_twin(encoder: SentenceEncoder) -> SentenceEncoder:
     """`encoder` with keras-hub's tanh GELU and the same weights."""
     config = encoder.get_config()
     config["backbone"]["bert"] = {**config["backbone"]["bert"], "activation": "gelu_approximate"}
-    twin = SentenceEncoder.from_config(config)
+    twin = rebuilt_from_config(encoder, config)
     twin.backbone.set_weights(encoder.backbone.get_weights())
     assert twin.encoder_config == encoder.encoder_config
     return twin

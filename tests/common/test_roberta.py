@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common.models.encoder import EncoderConfig, SentenceEncoder
+from common.models.encoder import EncoderConfig
 from common.models.sources import build_encoder
 from common.export.saved_model import export_encoder
 from common.models.masked_lm import MaskedLMHead
-from fixtures import write_hf_roberta_dir
+from fixtures import rebuilt_from_config, write_hf_roberta_dir
 from numpy_bert import bert_last_hidden, bert_mean_pooled, mlm_logits
 
 # Different lengths, so that rows are padded and RoBERTa's position ids matter.
@@ -111,7 +111,7 @@ def test_cross_encoder_pairs_are_framed_as_roberta(tmp_path):
 def test_config_round_trip_and_saved_model_export(tmp_path):
     model_dir = write_hf_roberta_dir(str(tmp_path / "rb"))
     encoder = build_encoder(EncoderConfig(spec=model_dir, max_seq_len=16))
-    copy = SentenceEncoder.from_config(encoder.get_config())
+    copy = rebuilt_from_config(encoder)
     copy.set_weights(encoder.get_weights())
     want = encoder(tf.constant(SENTENCES))["embedding"].numpy()
     np.testing.assert_allclose(copy(tf.constant(SENTENCES))["embedding"].numpy(), want, atol=1e-6)

@@ -15,9 +15,10 @@ import tensorflow as tf
 
 from common import SentenceModel
 from common.errors import UserError
-from common.models.encoder import EncoderConfig, SentenceEncoder
+from common.models.encoder import EncoderConfig
 from common.models.sources import build_encoder
 from common.models.sources.names import minilm_dir
+from fixtures import rebuilt_from_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TEXTS = ["A man is playing a guitar.", "", "Stocks fell sharply on Monday, didn't they?",
@@ -175,7 +176,7 @@ def test_dense_modules_apply_to_the_pooled_embedding(hf_dir, tokens_out, tmp_pat
     assert out["embedding"].shape == (len(TEXTS), dense[-1][1]) and out["sequence_output"].shape[-1] == HIDDEN
     np.testing.assert_allclose(out["embedding"].numpy(), want, atol=1e-5)
     # The same model rebuilt from its config (no files read), given the weights.
-    clone = SentenceEncoder.from_config(encoder.get_config())
+    clone = rebuilt_from_config(encoder)
     clone(tf.constant(TEXTS[:1]))
     clone.set_weights(encoder.get_weights())
     np.testing.assert_allclose(clone(tf.constant(TEXTS))["embedding"].numpy(), want, atol=1e-5)

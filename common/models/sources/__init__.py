@@ -93,13 +93,22 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
         >>> encoder.embed_strings(tf.constant(["A man plays a guitar."])).shape
         TensorShape([1, 32])
 
+    `config.precision` None takes Keras' global dtype policy (`common.models.precision.resolve_precision`);
+    the encoder records the precision it computes in.
+
     Raises:
         UserError: for an unknown spec or an inconsistent model directory.
         FileNotFoundError: when a required file is missing.
     """
-    precision_lib.check_precision(config.precision)
+    if config.precision is not None:
+        precision_lib.check_precision(config.precision)
     config = dataclasses.replace(config, spec=canonical_spec(config.spec))  # what the encoder records
     source = locate_spec(config.spec)
+    if config.precision is None:
+        # A TF Hub graph computes as it was saved (float32): the global policy cannot change it,
+        # where an explicit bf16 or fp16 is refused by `hub.load`.
+        precision = precision_lib.DEFAULT_PRECISION if source.kind == "hub" else precision_lib.global_precision()
+        config = dataclasses.replace(config, precision=precision)
     if source.kind == "artifact":
         return artifact.load(source.location, config)
     return assemble(LOADERS[source.kind](source.location, config), config)
