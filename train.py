@@ -20,7 +20,7 @@ import sys
 from absl import app, flags
 
 from common import cli  # first: it quiets TensorFlow's start-up
-from common import artifacts
+from common import artifacts, notices
 from common.evaluation.evaluators import StsbDevEvaluator
 from common.models.sources.resolve import CROSS_SUBDIR
 from common.flags import define_train_flags, train_config_from_flags
@@ -36,6 +36,7 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
                              "--helpshort lists them.")
     config = train_config_from_flags(FLAGS, OWNERS)
+    notices.to_stdout()  # the run's `data:` line is for the user, as the docs show it
     try:
         result = train(config, evaluator=StsbDevEvaluator(config.run.data_path, progress=False))
     except NonFiniteLossError as e:
