@@ -1,9 +1,10 @@
 """Lines a run tells its user as it goes (PAUSE's `data:` line), apart from the log.
 
-Library code never prints: it hands such a line to `notice`, which logs it (absl INFO, so a run's
-`train.log` keeps it). A script whose user reads its stdout calls `to_stdout()` once, and each line
-is then also printed there as it is, the way the docs show it, rather than as a log record among
-TensorFlow's. Elsewhere (the Python API, notebooks, tests) the lines stay in the log.
+Library code never prints: it hands such a line to `notice`. A script whose user reads its stdout
+calls `to_stdout()` once, and each line is then printed there as it is, the way the docs show it,
+rather than as a log record among TensorFlow's (and only there: the same line twice on one
+terminal reads as two events). Elsewhere (the Python API, notebooks, tests) the lines go to
+absl's INFO log.
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ def to_stdout(enabled: bool = True) -> None:
 
 
 def notice(line: str) -> None:
-    """Logs `line` and, where the script asked for it, prints it on stdout.
+    """Prints `line` on stdout where the script asked for it, else logs it (absl INFO).
 
     Args:
         line: str. One line for the user, e.g. "data: 300 labelled ...".
     """
-    logging.info("%s", line)
     if _printing:
         print(line, file=sys.stdout, flush=True)
+    else:
+        logging.info("%s", line)
