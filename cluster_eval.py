@@ -120,10 +120,20 @@ def main(argv):
     print(f"{'model':<20} {'clustering':<16} {'clusters':>8} {'noise %':>7} {'V-measure':>9} {'homog.':>7} "
           f"{'compl.':>7} {'V assigned':>10} {'homog.':>7} {'compl.':>7}")
     for name, config, s in rows:
-        print(f"{name:<20} {config.name:<16} {s['clusters']:8d} {s['noise_percent']:7.1f} {s['v_measure']:9.2f} "
-              f"{s['homogeneity']:7.2f} {s['completeness']:7.2f} {s['assigned_v_measure']:10.2f} "
-              f"{s['assigned_homogeneity']:7.2f} {s['assigned_completeness']:7.2f}")
+        # A degenerate clustering's cluster count carries a "!", explained below the table.
+        found = f"{s['clusters']}{'!' if s['degenerate'] else ''}"
+        print(f"{name:<20} {config.name:<16} {found:>8} {s['noise_percent']:7.1f} {s['v_measure']:9.2f} "
+              f"{s['homogeneity']:7.2f} {_score(s['completeness'])} {s['assigned_v_measure']:10.2f} "
+              f"{s['assigned_homogeneity']:7.2f} {_score(s['assigned_completeness'])}")
+    for name, config, s in rows:
+        if s["degenerate"]:
+            print(f"! {name} {config.name}: {s['note']}")
     print(f"results and pictures in {out_dir}/cluster_<model>_{dataset}_<clustering>.json/.png")
+
+
+def _score(value) -> str:
+    """A 7-wide score column; "-" for a score that is not given (a single group's completeness)."""
+    return f"{value:7.2f}" if value is not None else f"{'-':>7}"
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import sys
 from absl import flags
 
 from common import cli  # first: it quiets TensorFlow's start-up
-from common import artifacts
+from common import artifacts, notices
 from common.data.tables import parse_columns
 from common.evaluation.evaluators import dev_evaluator
 from common.evaluation.sts import PAIR_SCORE_FIELDS
@@ -35,6 +35,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     config = train_config_from_flags(FLAGS, OWNERS)
+    notices.to_stdout()  # the run's `data:` line is for the user, as the docs show it
     run = config.run
     evaluator = dev_evaluator(run.data_path, run.dev_data, run.dev_task,
                               parse_columns(run.dev_columns, PAIR_SCORE_FIELDS) if run.dev_columns else None)

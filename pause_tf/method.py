@@ -17,6 +17,7 @@ from common.data.sources import resolve_sources
 from common.data.sts import load_stsb
 from common.data.synthetic import write_nli_jsonl
 from common.errors import UserError
+from common.notices import notice
 from common.models.sources import build_encoder
 from common.models.tokenization import truncated_sentences
 from common.training import registry
@@ -24,7 +25,7 @@ from common.training.config import TrainConfig
 from common.training.runs import encoder_config, pretrained_weights_prefix
 from pause_tf.config import DEFAULTS, POS_SAMPLE_PREC_LABELLED_ONLY, PauseOptions
 from pause_tf.model import PauseModel, StsbModel
-from pause_tf.pu_data import estimate_priors, pu_batches, pu_split
+from pause_tf.pu_data import check_labels, estimate_priors, pu_batches, pu_split
 
 
 def _restore_pretrained(model, config: TrainConfig) -> None:
@@ -85,6 +86,8 @@ def resolve(config: TrainConfig) -> TrainConfig:
     if options.task != "nli":
         return config
     pairs, extra = _pairs(config)
+    priors_given = options.prior is not None or bool(options.class_priors)
+    check_labels(pairs, options.label_names, config.run.train_data, priors_given)
     changes = {}
     if options.pos_sample_prec is None:
         has_unlabelled = extra is not None or pairs.labelled < len(pairs)
@@ -139,7 +142,7 @@ def make_data(config: TrainConfig, model):
             fingerprint = fingerprint_rows([fingerprint, extra.fingerprint()])
             pairs = NliPairs.concat([pairs, extra])
             labels = np.concatenate([labels, extra.labels])
-        logging.warning("%s", summary)
+        notice(summary)
         info = {**pairs.report(options.classes), "labelled": int((labels >= 0).sum()),
                 "unlabelled": int((labels < 0).sum()), "labels": list(options.label_names),
                 "class_priors": list(options.priors), "summary": summary,

@@ -60,8 +60,51 @@ def estimate_priors(labels: np.ndarray, num_classes: int) -> Tuple[float, ...]:
     counts = np.bincount(labels[labels >= 0], minlength=num_classes)[:num_classes]
     if counts.min() == 0:
         raise UserError(f"Cannot estimate the class priors: labelled pairs per class {counts.tolist()}; every class "
-                         "needs at least one labelled pair. Give --prior or --class_priors.")
+                         "needs at least one labelled pair for its share to be read off them.")
     return tuple(float(c) for c in counts / counts.sum())
+
+
+def check_labels(pairs: NliPairs, names: Sequence[str], sources: Sequence[str], priors_given: bool) -> None:
+    """Refuses training pairs whose labels cannot train PAUSE, saying what would.
+
+    No labelled pair leaves the cross-entropy nothing and the PU risk no positives: the run
+    would train on nothing the user labelled, whatever the priors. A class without a labelled
+    pair among classes that have some is either outside the data (the label set is wrong) or
+    only among the unlabelled pairs (positive-unlabelled data): only there do given priors help,
+    as its share cannot be read off the labelled pairs.
+
+    Args:
+        pairs: NliPairs. The training pairs as read (before any label is hidden).
+        names: sequence of str. The label names (`--labels`).
+        sources: sequence of str. The `--train_data` entries, for the message.
+        priors_given: bool. Whether `--prior` or `--class_priors` was given.
+
+    Raises:
+        UserError: for no labelled pair, or a class without one when no priors are given.
+    """
+    where = ", ".join(sources)
+    if pairs.labelled == 0:
+        if pairs.label_columns:
+            got = (f"its label column {', '.join(map(repr, pairs.label_columns))} is empty or '-' in all "
+                   f"{len(pairs):,} pairs")
+            fix = "label some pairs, or map the column that holds the labels with --columns=label:<column>"
+        else:
+            got = "it has no label column (looked for 'label' and 'gold_label')"
+            fix = "map the column that holds the labels with --columns=label:<column>"
+        raise UserError(f"{where}: PAUSE needs labelled pairs of each class {list(names)} beside unlabelled ones, "
+                         f"but {got}; {fix}.")
+    counts = np.bincount(pairs.labels[pairs.labels >= 0], minlength=len(names))[:len(names)]
+    missing = [name for name, count in zip(names, counts) if count == 0]
+    if missing and not priors_given:
+        present = [name for name, count in zip(names, counts) if count]
+        priors = ("give every class's prior in --labels order: "
+                  f"--class_priors={','.join(['<p>'] * len(names))}")
+        # --labels needs two names: with one class labelled, only the priors can make it trainable.
+        advice = (f"if the data has no such pairs, name the classes it has: --labels={','.join(present)}; if they "
+                  f"are among the unlabelled pairs, {priors}") if len(present) > 1 else priors
+        raise UserError(f"{where}: no labelled pair of {missing} (labelled pairs per class: "
+                         f"{'/'.join(str(c) for c in counts)} {'/'.join(names)}), so its prior cannot be read off "
+                         f"the labelled pairs; {advice}.")
 
 
 Priors = Union[float, Sequence[float]]

@@ -64,6 +64,32 @@ def test_test_sts_scores_own_pairs_with_mapped_columns_and_writes_json(tmp_path)
         "test_sts.py: " + str(path) + ": no column for 'sentence1'")
 
 
+def test_test_sts_scores_labelled_pairs_beside_a_baseline_as_binary_classification(tmp_path):
+    """0/1 labels (here under a byte-order mark, as MRPC ships) give sentence-transformers' binary
+    metrics, for the model and --baseline side by side; --output holds both."""
+    from fixtures import PAIRS
+
+    path = tmp_path / "para.tsv"
+    path.write_text("\ufeffQuality\t#1 String\t#2 String\n" + "".join(
+        f"{int(float(s) > 2)}\t{a}\t{b}\n" for a, b, s in PAIRS), encoding="utf-8")
+    out = tmp_path / "binary.json"
+    proc = _run([os.path.join(ROOT, "test_sts.py"), "--model=random_tiny", f"--pairs={path}", f"--output={out}",
+                 "--columns=sentence1:#1 String,sentence2:#2 String,label:Quality", "--baseline=random_bert_tiny"],
+                cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    scores = json.load(open(out))
+    keys = {"accuracy", "accuracy_threshold", "f1", "f1_threshold", "precision", "recall", "average_precision",
+            "mcc", "pairs", "positives"}
+    assert set(scores) == keys | {"baseline"} and set(scores["baseline"]) == keys | {"model"}
+    assert (scores["pairs"], scores["positives"], scores["baseline"]["model"]) == (6, 4, "random_bert_tiny")
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f"model: random_tiny beside its baseline random_bert_tiny, pairs: {path} (6; 4 labelled 1)"
+    assert lines[1].split() == ["metric", "random_bert_tiny", "random_tiny", "change"]
+    f1 = next(line.split() for line in lines if line.startswith("f1 "))
+    assert f1[1:] == [f"{scores['baseline']['f1'] * 100:.2f}", f"{scores['f1'] * 100:.2f}",
+                      f"{(scores['f1'] - scores['baseline']['f1']) * 100:+.2f}"]
+
+
 def test_an_old_spec_spelling_still_works_with_one_notice_and_is_recorded_by_its_new_name(tmp_path):
     data = write_sts_root(str(tmp_path / "data"))
     proc = _run([os.path.join(ROOT, "test_sts.py"), "--model=tiny", f"--data_path={data}",

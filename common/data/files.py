@@ -8,6 +8,8 @@ import tensorflow as tf
 
 from common.errors import UserError
 
+# U+FEFF at the start of a file is a byte-order mark, never text.
+BYTE_ORDER_MARK = "\ufeff"
 DATA_HELP = "see docs/data.md (set DATA_PATH / --data_path to the root that holds downstream/)"
 
 
@@ -36,7 +38,9 @@ def _invalid_utf8(path: str, data: bytes, error: UnicodeDecodeError) -> UserErro
 
 
 def open_data_file(path: str) -> str:
-    """Reads a UTF-8 text file (local or gs://).
+    """Reads a UTF-8 text file (local or gs://), without the byte-order mark that some editors
+    (Excel, Notepad) and data sets (Microsoft's MRPC) put before the first character: left in, it
+    would become part of the first column's name or the first sentence.
 
     Raises:
         FileNotFoundError: naming the file and where data is expected.
@@ -45,7 +49,7 @@ def open_data_file(path: str) -> str:
     """
     data = _read_bytes(path)
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix(BYTE_ORDER_MARK)
     except UnicodeDecodeError as e:
         raise _invalid_utf8(path, data, e) from None
 

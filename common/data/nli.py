@@ -13,7 +13,7 @@ unexpected raises an error naming the file and line.
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -45,6 +45,8 @@ class NliPairs:
         labels: np.ndarray. [n] int32.
         dropped: int. Rows left out because a sentence was empty.
         read: int. Rows read (kept + dropped).
+        label_columns: tuple of str. The columns (or files) the labels were read from; empty when
+            the sources have none, so that a message can tell a missing column from empty cells.
     """
 
     premises: List[str]
@@ -52,6 +54,7 @@ class NliPairs:
     labels: np.ndarray
     dropped: int = 0
     read: int = 0
+    label_columns: Tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -73,11 +76,11 @@ class NliPairs:
     def select(self, rows: np.ndarray) -> "NliPairs":
         """The pairs at `rows` (the counts of what was read stay)."""
         return NliPairs([self.premises[i] for i in rows], [self.hypotheses[i] for i in rows], self.labels[rows],
-                        self.dropped, self.read)
+                        self.dropped, self.read, self.label_columns)
 
     def unlabelled_copy(self) -> "NliPairs":
         """The same pairs with every label hidden."""
-        return dataclasses.replace(self, labels=np.full_like(self.labels, UNLABELED))
+        return dataclasses.replace(self, labels=np.full_like(self.labels, UNLABELED), label_columns=())
 
     @staticmethod
     def concat(parts: Sequence["NliPairs"]) -> "NliPairs":
@@ -87,6 +90,7 @@ class NliPairs:
             np.concatenate([part.labels for part in parts]) if parts else np.zeros([0], np.int32),
             sum(part.dropped for part in parts),
             sum(part.read for part in parts),
+            tuple(dict.fromkeys(c for part in parts for c in part.label_columns)),
         )
 
 
@@ -116,7 +120,9 @@ def read_pairs_table(path: str, columns: Optional[Dict[str, str]] = None,
         hypotheses.append(h)
         keep.append(row)
     ids = label_ids(table, "label", labels) if with_labels else np.full([len(table)], UNLABELED, np.int32)
-    return NliPairs(premises, hypotheses, ids[np.asarray(keep, np.int64)].astype(np.int32), dropped, len(table))
+    label_columns = (table.source_columns["label"],) if with_labels and "label" in table.source_columns else ()
+    return NliPairs(premises, hypotheses, ids[np.asarray(keep, np.int64)].astype(np.int32), dropped, len(table),
+                    label_columns)
 
 
 def read_senteval_snli(data_path: str, split: str) -> NliPairs:
@@ -143,7 +149,7 @@ def read_senteval_snli(data_path: str, split: str) -> NliPairs:
             labels.append(names[g])
         else:
             raise UserError(f"{files[2]}:{line_no}: unknown label {g!r}; expected one of {list(LABELS)} or '-'.")
-    return NliPairs(list(s1), list(s2), np.asarray(labels, np.int32), 0, len(gold))
+    return NliPairs(list(s1), list(s2), np.asarray(labels, np.int32), 0, len(gold), (files[2],))
 
 
 def read_nli(source: str, data_path: str = "", columns: Optional[Dict[str, str]] = None,

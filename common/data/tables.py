@@ -141,11 +141,13 @@ def read_table(path: str, fields: Sequence[str], columns: Optional[Mapping[str, 
     for field in fields:
         candidates = [columns[field]] if field in columns else [field, *aliases.get(field, ())]
         found = next((c for c in candidates if c in header), None)
-        if found is None and field not in optional:
+        # A column the user named must exist even for an optional field: an optional label
+        # column that is silently absent turns every pair into an unlabelled one.
+        if found is None and (field not in optional or field in columns):
             hint = (f"--columns={field}:<column>" if field not in columns
                     else f"a column named {columns[field]!r}, or correct --columns")
             raise UserError(f"{path}: no column for {field!r} (looked for {candidates}); the file has "
-                             f"{sorted(header)[:20]}. Map it with {hint}.")
+                             f"{header_names(header)}. Map it with {hint}.")
         if found is not None:
             source[field] = found
     required = [f for f in fields if f in source and f not in optional]
@@ -166,6 +168,16 @@ def read_table(path: str, fields: Sequence[str], columns: Optional[Mapping[str, 
             out[field].append(None if value is None else _text(value))
         lines.append(line_no)
     return Table(path, out, lines, source)
+
+
+def listed(values: Sequence[str], limit: int = 20) -> List[str]:
+    """The first `limit` values for a message, and how many there are when that is not all."""
+    return list(values[:limit]) + ([f"... ({len(values):,} in all)"] if len(values) > limit else [])
+
+
+def header_names(header) -> List[str]:
+    """The columns of a header for a message: in file order where the format has one (CSV, TSV), else sorted."""
+    return listed(list(header) if isinstance(header, list) else sorted(header))
 
 
 def _text(value) -> str:
@@ -214,7 +226,8 @@ def _csv_rows(path: str):
             start = reader.line_num + 1
     except csv.Error as e:
         raise UserError(f"{path}:{start}: not valid CSV ({e}); check the quoting of that row.") from None
-    return set(header), rows
+    # In file order for messages; each name once, as the rows' dicts hold it.
+    return list(dict.fromkeys(header)), rows
 
 
 def _tsv_rows(path: str, fields, columns, aliases, positional: bool):
@@ -271,26 +284,56 @@ def label_ids(table: Table, field: str, names: Sequence[str]) -> np.ndarray:
     """The class id of every row: its label's index in `names`, or -1 for an unlabelled row.
 
     A cell is a label name, or an integer class id in [0, K) (how `datasets` stores classes);
-    an empty cell, "-", a JSON null, -1 or a missing column mean "no label".
+    an empty cell, "-", a JSON null, -1 or a missing column mean "no label". Cells that are all
+    class ids yet leave a class without a row are not read as ids: 0/1 cells of a two-class
+    task against the three NLI names would otherwise train an NLI model on the wrong classes.
 
     Raises:
-        UserError: naming file:line, the label and `--labels` for a label that is not in `names`.
+        UserError: when no cell is one of `names` (naming the values found, `--labels` and
+            `--columns`), or naming file:line for a label that is not in `names` among ones that are.
     """
     index = {name: i for i, name in enumerate(names)}
     ids = np.full([len(table)], UNLABELED, np.int32)
+    unknown: Dict[str, int] = {}  # label -> its first row
+    by_name = False
     for row, cell in enumerate(table.fields[field]):
         if cell is None or cell.strip() in NO_LABEL:
             continue
         text = cell.strip()
         if text in index:
             ids[row] = index[text]
+            by_name = True
         elif text.isdigit() and int(text) < len(names):
             ids[row] = int(text)
         else:
-            raise UserError(f"{table.path}:{table.lines[row]}: unknown label {text!r}; expected one of "
-                             f"{list(names)}, a class id 0-{len(names) - 1}, or an empty cell / '-' for an "
-                             f"unlabelled row. Name the labels with --labels=a,b,... (in class-id order).")
+            unknown.setdefault(text, row)
+    if not by_name and (unknown or (0 < len(set(ids[ids >= 0].tolist())) < len(names))):
+        found = sorted({c.strip() for c in table.fields[field] if c is not None and c.strip() not in NO_LABEL})
+        raise _no_label_matches(table, field, names, found)
+    if unknown:
+        text, row = next(iter(unknown.items()))
+        raise UserError(f"{table.path}:{table.lines[row]}: unknown label {text!r}; expected one of "
+                         f"{list(names)}, a class id 0-{len(names) - 1}, or an empty cell / '-' for an "
+                         f"unlabelled row. Name the labels with --labels=a,b,... (in class-id order).")
     return ids
+
+
+# More distinct values than this in a label column suggest the wrong column rather than a label set.
+_MAX_SUGGESTED_LABELS = 20
+
+
+def _no_label_matches(table: Table, field: str, names: Sequence[str], found: Sequence[str]) -> UserError:
+    column = table.source_columns[field]
+    if len(found) <= _MAX_SUGGESTED_LABELS:
+        labels = ",".join(sorted(found, key=lambda v: (not v.isdigit(), int(v) if v.isdigit() else 0, v)))
+        advice = (f"if they are your task's labels, name them in class-id order: --labels={labels}; if "
+                  f"{column!r} is not the label column, map the right one with --columns={field}:<column>")
+    else:
+        advice = (f"so many values suggest {column!r} is not the label column: map the right one with "
+                  f"--columns={field}:<column>")
+    return UserError(f"{table.path}: no label in column {column!r} is one of the labels {list(names)}; it holds "
+                     f"{listed(found, 10)}. Expected the --labels names (or class ids 0-{len(names) - 1} of every "
+                     f"class): {advice}.")
 
 
 def parse_labels(entries: Sequence[str], default: Tuple[str, ...]) -> Tuple[str, ...]:

@@ -23,6 +23,10 @@ as scikit-learn does) among all points, in the space HDBSCAN clustered. It is
 the mutual reachability distance of HDBSCAN without x's own core distance, which
 is the same for every candidate y and would only produce ties.
 
+A clustering that finds no cluster (every point noise) or a single one puts (nearly) every
+point in one group, and any single group is 100 % complete: such a result is flagged
+(`degenerate`, with a `note` saying what to change) and its completeness is not scored.
+
 UMAP is the optional umap-learn package (`make umap`); everything else is
 scikit-learn.
 """
@@ -270,7 +274,10 @@ def score_clustering(clustering: Clustering, labels: Sequence[str]) -> Dict[str,
         Dict with `v_measure`, `homogeneity`, `completeness` (x100; noise kept as
         its own cluster), the same with `assigned_` (noise moved to its most
         probable cluster), `noise_percent`, `clusters` (found, noise excluded),
-        `k` (labels) and `samples`.
+        `k` (labels), `samples`, and `degenerate`: None, or "no cluster" / "one
+        cluster" with a `note`. A completeness whose grouping is a single group
+        (all noise; one cluster once noise is assigned) is None: it would be 100
+        for any data.
     """
     from sklearn.metrics import homogeneity_completeness_v_measure
 
@@ -278,11 +285,21 @@ def score_clustering(clustering: Clustering, labels: Sequence[str]) -> Dict[str,
     scores: Dict[str, Any] = {}
     for prefix, clusters in (("", clustering.raw), ("assigned_", clustering.assigned)):
         h, c, v = homogeneity_completeness_v_measure(labels, clusters)
+        single = len(np.unique(clusters)) < 2
         scores.update({f"{prefix}v_measure": 100 * v, f"{prefix}homogeneity": 100 * h,
-                       f"{prefix}completeness": 100 * c})
+                       f"{prefix}completeness": None if single else 100 * c})
     found = set(clustering.raw.tolist()) - {NOISE}
+    degenerate = DEGENERATE.get(len(found))
+    if degenerate:
+        scores["note"] = (f"{degenerate} found ({'every point is noise' if not found else 'all points in it or noise'}"
+                          "): completeness is not scored, as one group is complete whatever the labels. For "
+                          "HDBSCAN, try a smaller --min_cluster_size or --min_samples, or --reduce=pca|umap.")
     return {**scores, "noise_percent": 100 * float(np.mean(clustering.raw == NOISE)), "clusters": len(found),
-            "k": len(set(labels)), "samples": len(labels)}
+            "k": len(set(labels)), "samples": len(labels), "degenerate": degenerate}
+
+
+# Clusterings that put every point in one group (noise aside): clusters found -> the flag.
+DEGENERATE = {0: "no cluster", 1: "one cluster"}
 
 
 def cluster_scores(embeddings: np.ndarray, labels: Sequence[str], seed: int = 0,

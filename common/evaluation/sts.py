@@ -10,7 +10,7 @@ unweighted and weighted by pair count).
 from __future__ import annotations
 
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
@@ -145,11 +145,24 @@ def format_comparison(baseline: Dict[str, object], results: Dict[str, object]) -
     names = [*STS_YEARS, "stsb", "sickr", "avg"]
     before = headline_numbers(baseline) + [baseline["avg"]]
     after = headline_numbers(results) + [results["avg"]]
-    width = max(10, len(str(baseline["model"])), len(str(results["model"])))
-    rows = [f"{'set':<8} {str(baseline['model'])[:width]:>{width}} {str(results['model'])[:width]:>{width}} "
-            f"{'change':>7}"]
-    rows += [f"{n:<8} {b:{width}.2f} {a:{width}.2f} {a - b:+7.2f}" for n, b, a in zip(names, before, after)]
-    return "\n".join(rows)
+    return comparison_table(list(zip(names, before, after)), str(baseline["model"]), str(results["model"]))
+
+
+def comparison_table(rows: Sequence[Tuple[str, float, float]], baseline: str, model: str,
+                     first: str = "set") -> str:
+    """Rows of (name, the baseline's number, the model's) side by side, with the change.
+
+    Args:
+        rows: sequence of (str, float, float).
+        baseline: str. The baseline's name (a column header).
+        model: str. The model's name (a column header).
+        first: str. The first column's header. Defaults to "set".
+    """
+    width = max(10, len(baseline), len(model))
+    label = max(8, *(len(name) for name, _, _ in rows))
+    lines = [f"{first:<{label}} {baseline[:width]:>{width}} {model[:width]:>{width}} {'change':>7}"]
+    lines += [f"{n:<{label}} {b:{width}.2f} {a:{width}.2f} {a - b:+7.2f}" for n, b, a in rows]
+    return "\n".join(lines)
 
 
 def format_txt(results: Dict[str, object]) -> str:
@@ -168,18 +181,19 @@ PAIR_SCORE_FIELDS = ("sentence1", "sentence2", "score")
 
 def read_scored_pairs(path: str, columns: Optional[Dict[str, str]] = None) -> PairSet:
     """Sentence pairs with gold scores from a CSV, TSV, JSONL or Parquet file (common.data.tables):
-    columns `sentence1`, `sentence2`, `score`, or those `columns` maps them to.
+    columns `sentence1`, `sentence2`, `score` (or `label`), or those `columns` maps them to.
 
     Raises:
         UserError: for a missing column, a score that is not a number (file:line), or fewer than two pairs.
     """
-    table = read_table(path, PAIR_SCORE_FIELDS, columns)
+    table = read_table(path, PAIR_SCORE_FIELDS, columns, aliases={"score": ("label",)})
     scores = []
     for line, text in zip(table.lines, table.fields["score"]):
         try:
             scores.append(float(text))
         except ValueError:
-            raise UserError(f"{path}:{line}: expected a similarity score (a number), got {text!r}.") from None
+            raise UserError(f"{path}:{line}: expected a similarity score (a number), got {text!r}; pairs labelled "
+                             "with two names take --labels=<different>,<same>.") from None
     if len(scores) < 2:
         raise UserError(f"{path}: {len(scores)} scored pair(s); a correlation needs at least two.")
     return PairSet(table.fields["sentence1"], table.fields["sentence2"], np.asarray(scores, np.float64))

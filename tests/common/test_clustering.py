@@ -7,8 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-from common.evaluation.clustering import (ClusterConfig, assign_noise, cluster_embeddings, cluster_scores,
-                                          core_distances, load_labelled_file, project_2d, reduce_dimensions)
+from common.evaluation.clustering import (ClusterConfig, Clustering, assign_noise, cluster_embeddings, cluster_scores,
+                                          core_distances, load_labelled_file, project_2d, reduce_dimensions,
+                                          score_clustering)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -96,6 +97,28 @@ def test_noise_assignment_equals_a_brute_force_reference_on_random_points():
                                   _reference_assignment(points, clusters, 5))
     all_noise = np.full(10, -1)
     np.testing.assert_array_equal(assign_noise(points[:10], all_noise, 3), all_noise)
+
+
+def test_no_cluster_or_one_is_flagged_and_its_completeness_not_scored():
+    # 15 scattered points and clusters of at least 10: HDBSCAN cannot find two, and finds none.
+    points = np.random.default_rng(0).normal(size=(15, 8))
+    labels = ["a", "b", "c"] * 5
+    config = ClusterConfig(algorithm="hdbscan", min_cluster_size=10)
+    clustering = cluster_embeddings(points, 3, config)
+    assert (clustering.raw == -1).all()
+    scores = score_clustering(clustering, labels)
+    assert scores["degenerate"] == "no cluster" and scores["clusters"] == 0 and scores["noise_percent"] == 100
+    assert scores["completeness"] is None and scores["assigned_completeness"] is None
+    assert scores["v_measure"] == 0 and scores["homogeneity"] == 0
+    assert scores["note"].startswith("no cluster found (every point is noise): completeness is not scored")
+    # One cluster and some noise: the raw grouping (cluster + noise) is scored, the assigned one is not.
+    one = Clustering(np.array([0] * 12 + [-1] * 3), np.zeros(15, int), points)
+    scores = score_clustering(one, labels)
+    assert scores["degenerate"] == "one cluster" and scores["completeness"] is not None
+    assert scores["assigned_completeness"] is None and "smaller --min_cluster_size" in scores["note"]
+    # Well-separated groups are not flagged.
+    points, labels = _groups()
+    assert cluster_scores(points, labels, config=config)["degenerate"] is None
 
 
 def test_bad_cluster_settings_are_user_errors():
@@ -188,6 +211,19 @@ def test_script_compares_models_and_clusterings_and_writes_pictures(tmp_path):
         assert result["clustering"]["name"] == name and result["clustering"]["min_cluster_size"] == 5
         assert os.path.getsize(out / f"cluster_random_tiny_questions_{name}.png") > 5000
     assert json.load(open(out / "cluster_random_tiny_questions_kmeans-none.json"))["noise_percent"] == 0
+
+
+def test_script_flags_a_clustering_that_finds_no_cluster(tmp_path):
+    data = _questions(tmp_path)  # 24 texts: clusters of at least 20 cannot be two, and HDBSCAN finds none
+    proc = _cluster_eval(tmp_path, "--models=random_tiny", f"--dataset={data}", "--algorithm=hdbscan",
+                         "--min_cluster_size=20")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    row = next(line.split() for line in proc.stdout.splitlines() if line.startswith("random_tiny "))
+    assert row[2:4] == ["0!", "100.0"] and row[6] == "-" and row[9] == "-"
+    assert "! random_tiny hdbscan-none: no cluster found (every point is noise): completeness is not scored" in (
+        proc.stdout)
+    result = json.load(open(tmp_path / "artifacts" / "test" / "cluster_random_tiny_questions_hdbscan-none.json"))
+    assert result["degenerate"] == "no cluster" and result["completeness"] is None and result["note"]
 
 
 def test_script_without_umap_exits_2_naming_the_make_target(tmp_path):

@@ -17,6 +17,24 @@ def test_unknown_spec_lists_the_valid_forms():
         resolve_model("bert-large")
 
 
+def test_a_path_that_does_not_exist_is_named_first_with_a_short_list(tmp_path):
+    from common.models.sources import build_encoder
+    from common.models.encoder import EncoderConfig
+    from common.models.sources.resolve import resolve_encoder
+
+    missing = str(tmp_path / "no" / "such")
+    for load in (resolve_model, resolve_encoder, lambda m: build_encoder(EncoderConfig(spec=m))):
+        for model in (missing, "./no_such_folder", "~/no_such_folder"):
+            with pytest.raises(FileNotFoundError) as error:
+                load(model)
+            message = str(error.value)
+            assert message.startswith(f"no such file or folder: {model}; --model takes a run ID")
+            assert len(message) < len(model) + 160  # the forms in short, not the 846-character list
+    # A spec that is not a path keeps the full list of forms.
+    with pytest.raises(ValueError, match=r"Unknown encoder spec 'bert-large'; valid encoder specs"):
+        build_encoder(EncoderConfig(spec="bert-large"))
+
+
 def test_latest_needs_a_trained_model(tmp_path):
     with pytest.raises(FileNotFoundError, match="--model=latest: no trained model"):
         resolve_model("latest", artifacts_dir=str(tmp_path))

@@ -59,8 +59,8 @@ def test_every_format_gives_the_same_pairs_with_columns_mapped(tmp_path):
 
 def test_without_columns_a_foreign_header_is_one_line_naming_the_columns_and_the_flag(tmp_path):
     path = _write_all(tmp_path)["csv"]
-    with pytest.raises(UserError, match=r"pairs.csv: no column for 'premise' .*the file has \['id', 'relation', "
-                                        r"'sentence_a', 'sentence_b'\]. Map it with --columns=premise:<column>"):
+    with pytest.raises(UserError, match=r"pairs.csv: no column for 'premise' .*the file has \['id', 'sentence_a', "
+                                        r"'sentence_b', 'relation'\]. Map it with --columns=premise:<column>"):
         read_nli(str(path))
     with pytest.raises(UserError, match=r"a column named 'sentence_x', or correct --columns"):
         read_nli(str(path), columns=parse_columns(["premise:sentence_x"]))
@@ -79,9 +79,14 @@ def test_other_label_sets_and_unknown_labels(tmp_path):
     path.write_text("sentence1,sentence2,label\na,b,paraphrase\nc,d,other\ne,f,\ng,h,1\n")
     names = parse_labels(["paraphrase", "other"], ())
     assert read_nli(str(path), labels=names).labels.tolist() == [0, 1, -1, 1]
-    with pytest.raises(UserError, match=r"para.csv:2: unknown label 'paraphrase'; expected one of \['entailment', "
-                                        r"'neutral', 'contradiction'\].*--labels=a,b"):
+    with pytest.raises(UserError, match=r"para.csv: no label in column 'label' is one of the labels \['entailment', "
+                                        r"'neutral', 'contradiction'\]; it holds \['1', 'other', 'paraphrase'\]\..*"
+                                        r"--labels=1,other,paraphrase"):
         read_nli(str(path))
+    # Among labels that are known, an unknown one is a typo: its file and line are named.
+    path.write_text("sentence1,sentence2,label\na,b,paraphrase\nc,d,othr\n")
+    with pytest.raises(UserError, match=r"para.csv:3: unknown label 'othr'; expected one of \['paraphrase', 'other'\]"):
+        read_nli(str(path), labels=names)
     for bad in (["x"], ["a", "a"], ["a", ""], ["a", "-"]):
         with pytest.raises(UserError, match=r"--labels"):
             parse_labels(bad, ())
@@ -147,3 +152,64 @@ def test_sources_concatenate_and_count(tmp_path):
     paths = _write_all(tmp_path)
     both = read_nli_sources([str(paths["csv"]), str(paths["jsonl"])], columns=parse_columns(MAPPING))
     assert len(both) == 10 and both.read == 10 and np.bincount(both.labels[both.labels >= 0]).tolist() == [2, 2, 2]
+
+
+BOM = "\ufeff"
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_column_or_cell(tmp_path):
+    """Excel and Microsoft's MRPC start files with U+FEFF: the first column is still found by its name."""
+    rows = [("a man plays .", "a person plays .", "1"), ("two dogs run .", "cats sleep .", "0")]
+    (tmp_path / "p.tsv").write_text(BOM + "Quality\t#1 String\t#2 String\n" + "".join(
+        f"{y}\t{a}\t{b}\n" for a, b, y in rows), encoding="utf-8")
+    (tmp_path / "p.csv").write_text(BOM + "Quality,#1 String,#2 String\n" + "".join(
+        f"{y},{a},{b}\n" for a, b, y in rows), encoding="utf-8")
+    (tmp_path / "p.jsonl").write_text(BOM + "".join(
+        json.dumps({"Quality": y, "#1 String": a, "#2 String": b}) + "\n" for a, b, y in rows), encoding="utf-8")
+    columns = parse_columns(["premise:#1 String", "hypothesis:#2 String", "label:Quality"])
+    for name in ("p.tsv", "p.csv", "p.jsonl"):
+        pairs = read_nli(str(tmp_path / name), columns=columns, labels=("0", "1"))
+        assert pairs.labels.tolist() == [1, 0] and pairs.premises[0] == "a man plays .", name
+    # Positional pair files: the first sentence does not start with the mark.
+    (tmp_path / "two.tsv").write_text(BOM + "a b\tc d\n", encoding="utf-8")
+    assert read_table(str(tmp_path / "two.tsv"), ("sentence1", "sentence2"), positional=True).fields["sentence1"] == [
+        "a b"]
+
+
+def test_a_column_named_in_columns_must_exist_even_for_an_optional_label(tmp_path):
+    path = tmp_path / "p.tsv"
+    path.write_text("Quality\tfirst\tsecond\n1\ta\tb\n")
+    with pytest.raises(UserError, match=r"p.tsv: no column for 'label' \(looked for \['Qualty'\]\); the file has "
+                                        r"\['Quality', 'first', 'second'\]\. Map it with a column named 'Qualty', or "
+                                        r"correct --columns\.$"):
+        read_nli(str(path), columns=parse_columns(["premise:first", "hypothesis:second", "label:Qualty"]))
+    # Unnamed, an absent label column still means unlabelled pairs (--unlabeled_data, pair files).
+    unlabelled = tmp_path / "u.tsv"
+    unlabelled.write_text("premise\thypothesis\na\tb\n")
+    assert read_nli(str(unlabelled)).labels.tolist() == [-1]
+
+
+def test_label_cells_that_match_no_label_name_the_values_and_the_flags(tmp_path):
+    path = tmp_path / "p.tsv"
+    path.write_text("label\tpremise\thypothesis\tid\n" + "".join(f"{i % 2}\ta{i}\tb{i}\t{900 + i}\n"
+                                                                   for i in range(30)) + "\tc\td\t999\n")
+    # 0/1 cells against the three NLI names would read as entailment/neutral: refused, naming --labels.
+    with pytest.raises(UserError) as error:
+        read_nli(str(path))
+    message = str(error.value)
+    assert message == (f"{path}: no label in column 'label' is one of the labels ['entailment', 'neutral', "
+                       "'contradiction']; it holds ['0', '1']. Expected the --labels names (or class ids 0-2 of every "
+                       "class): if they are your task's labels, name them in class-id order: --labels=0,1; if 'label' "
+                       "is not the label column, map the right one with --columns=label:<column>.")
+    # The advice works.
+    labels = parse_labels(message.split("--labels=")[1].split(";")[0].split(","), ())
+    assert read_nli(str(path), labels=labels).labels.tolist() == [0, 1] * 15 + [-1]
+    # The wrong column (many values): only --columns is advised.
+    with pytest.raises(UserError, match=r"it holds \['900', '901', .*'\.\.\. \(31 in all\)'\]\..*so many values "
+                                        r"suggest 'id' is not the label column: map the right one with "
+                                        r"--columns=label:<column>\.$"):
+        read_nli(str(path), columns={"label": "id"}, labels=labels)
+    # Class ids that name every class stay class ids (a datasets export written as CSV).
+    ids = tmp_path / "ids.csv"
+    ids.write_text("label,premise,hypothesis\n0,a,b\n1,c,d\n2,e,f\n")
+    assert read_nli(str(ids)).labels.tolist() == [0, 1, 2]

@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from common.data.nli import NliPairs
+from common.errors import UserError
 from pause_tf.pu_data import pu_batches, pu_split, stream_weights
 
 
@@ -83,7 +84,7 @@ def test_priors_are_estimated_per_class_and_weight_the_class_streams():
 
     labels = np.array([0] * 30 + [1] * 70 + [-1] * 500)
     assert estimate_priors(labels, 2) == pytest.approx((0.3, 0.7))
-    with pytest.raises(ValueError, match=r"labelled pairs per class \[30, 70, 0\].*--prior or --class_priors"):
+    with pytest.raises(ValueError, match=r"labelled pairs per class \[30, 70, 0\]; every class needs at least one"):
         estimate_priors(labels, 3)
     # Equal priors give the original mixing; unequal ones split the labelled share by prior.
     assert stream_weights(2, (0.3, 0.7), None, [True, True], True) == pytest.approx([0.15, 0.35, 0.5])
@@ -99,3 +100,38 @@ def test_unlabelled_rows_of_the_data_reach_the_unlabelled_stream():
     unlabelled = [r for r in rows if r >= 30]
     assert len(unlabelled) / len(rows) == pytest.approx(2 / 3, abs=0.03)
     assert len(set(unlabelled)) == 270  # every unlabelled pair of the file is used
+
+
+def _read(labels, label_columns=("label",)):
+    labels = np.asarray(labels, np.int32)
+    return NliPairs([f"p{i}" for i in range(len(labels))], [f"h{i}" for i in range(len(labels))], labels,
+                    read=len(labels), label_columns=label_columns)
+
+
+def test_labels_that_cannot_train_pause_are_refused_with_advice_that_fits():
+    from pause_tf.pu_data import check_labels
+
+    names = ("entailment", "neutral", "contradiction")
+    # No labelled pair: refused whatever the priors, naming what was read and --columns.
+    for given in (False, True):
+        with pytest.raises(UserError, match=r"^d.tsv: PAUSE needs labelled pairs of each class \['entailment', "
+                                            r"'neutral', 'contradiction'\] beside unlabelled ones, but its label "
+                                            r"column 'Quality' is empty or '-' in all 4 pairs; label some pairs, or "
+                                            r"map the column that holds the labels with --columns=label:<column>\.$"):
+            check_labels(_read([-1] * 4, ("Quality",)), names, ["d.tsv"], priors_given=given)
+    with pytest.raises(UserError, match=r"but it has no label column \(looked for 'label' and 'gold_label'\); map"):
+        check_labels(_read([-1] * 4, ()), names, ["d.tsv"], priors_given=True)
+    # A class without labelled pairs: --labels for the classes present, or the priors (PU data).
+    with pytest.raises(UserError) as error:
+        check_labels(_read([0, 1, 1, -1]), names, ["d.tsv"], priors_given=False)
+    assert str(error.value) == (
+        "d.tsv: no labelled pair of ['contradiction'] (labelled pairs per class: 1/2/0 entailment/neutral/"
+        "contradiction), so its prior cannot be read off the labelled pairs; if the data has no such pairs, name the "
+        "classes it has: --labels=entailment,neutral; if they are among the unlabelled pairs, give every class's prior "
+        "in --labels order: --class_priors=<p>,<p>,<p>.")
+    check_labels(_read([0, 1, 1, -1]), names, ["d.tsv"], priors_given=True)  # positive-unlabelled data
+    with pytest.raises(UserError, match=r"per class: 3/0 paraphrase/other\), so its prior cannot be read off the "
+                                        r"labelled pairs; give every class's prior in --labels order: "
+                                        r"--class_priors=<p>,<p>\.$"):
+        check_labels(_read([0, 0, 0, -1]), ("paraphrase", "other"), ["d.tsv"], priors_given=False)
+    check_labels(_read([0, 1, 2, -1]), names, ["d.tsv"], priors_given=False)

@@ -110,3 +110,36 @@ def test_unlabelled_pairs_from_a_csv_and_unlabeled_data_reach_the_run_and_change
     assert (more["data"]["labelled"], more["data"]["unlabelled"]) == (30, 80)
     assert "20 from --unlabeled_data" in more["data"]["summary"]
     assert more["weights_fingerprint"] != with_pool["weights_fingerprint"]
+
+
+def test_a_paraphrase_tsv_with_a_byte_order_mark_trains_and_its_mistakes_are_refused(data_root, tmp_path, capsys):
+    """MRPC as it ships: a byte-order mark before `Quality`, 0/1 labels. Mapped, it trains and the
+    `data:` line is printed on stdout; a mistyped label column or forgotten --labels ends in one
+    line whose advice, followed, trains."""
+    from common import notices
+    from common.errors import UserError
+
+    path = tmp_path / "msr.txt"
+    path.write_text("\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n" + "".join(
+        f"{i % 3 != 0:d}\t{i}\t{i + 100}\ta sentence number {i} .\tanother sentence {i} .\n" for i in range(40)),
+        encoding="utf-8")
+    pause = registry.get("pause")
+    pairs = ("premise:#1 String", "hypothesis:#2 String")
+    common = dict(train_data=(str(path),), pos_sample_prec=25.0, prior=None, train_epochs=1,
+                  train_steps_per_epoch=2, checkpoint_every=100)
+    with pytest.raises(UserError, match=r"no column for 'label' \(looked for \['Qualty'\]\); the file has "
+                                        r"\['Quality', '#1 ID', '#2 ID', '#1 String', '#2 String'\]"):
+        pause.resolve(_config(data_root, tmp_path, columns=(*pairs, "label:Qualty"), labels=("0", "1"), **common))
+    with pytest.raises(UserError, match=r"it holds \['0', '1'\].*--labels=0,1;") as forgotten:
+        pause.resolve(_config(data_root, tmp_path, columns=(*pairs, "label:Quality"), **common))
+    advice = str(forgotten.value).split("--labels=")[1].split(";")[0]
+    notices.to_stdout()
+    try:
+        run = train(_config(data_root, tmp_path, columns=(*pairs, "label:Quality"), labels=tuple(advice.split(",")),
+                            **common))
+    finally:
+        notices.to_stdout(False)
+    # 14 pairs labelled 0 and 26 labelled 1; a quarter of each keeps its label (rounded half to even).
+    line = "data: 10 labelled (4/6 0/1), 30 unlabelled (30 of them labelled pairs whose label was hidden"
+    assert run["data"]["summary"].startswith(line)
+    assert [x for x in capsys.readouterr().out.splitlines() if x.startswith("data:")] == [run["data"]["summary"]]

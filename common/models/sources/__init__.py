@@ -32,7 +32,7 @@ from common.models import precision as precision_lib
 from common.models.encoder import EncoderConfig, SentenceEncoder
 from common.models.sources import artifact, fresh, hf_folder, hub
 from common.models.sources.exported import is_saved_model_dir
-from common.models.sources.names import FRESH_BERTS, VALID_SPECS_HELP, canonical_spec, minilm_dir
+from common.models.sources.names import FRESH_BERTS, VALID_SPECS_HELP, canonical_spec, minilm_dir, missing_path_error
 from common.models.sources.parts import assemble
 
 # The kinds a directory can be, in the order they are tried (a run's directory also holds a config.json).
@@ -80,6 +80,9 @@ def locate_spec(spec: str) -> Source:
             "model_type 'roberta', model.safetensors, vocab.json + merges.txt) nor a SavedModel directory "
             "(saved_model.pb)."
         )
+    missing = missing_path_error(spec)
+    if missing is not None:
+        raise missing
     raise UserError(f"Unknown encoder spec {spec!r}; {VALID_SPECS_HELP}.")
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from typing import Optional
+
 from absl import logging
 
 from common.models.hub_backbone import TFHUB_HANDLES
@@ -22,6 +25,17 @@ VALID_SPECS_HELP = (
     "tokenizer.json) or RoBERTa directory (config.json, model.safetensors, vocab.json + merges.txt or tokenizer.json), "
     "or a TF-Hub-format BERT SavedModel directory"
 )
+
+
+
+def missing_path_error(spec: str) -> Optional[FileNotFoundError]:
+    """The error for a `--model` that reads as a local path (it holds a "/" or starts with "." or "~")
+    and names nothing, so that the user hears first that the path does not exist; else None."""
+    if "://" in spec or not ("/" in spec or spec.startswith((".", "~"))) or os.path.exists(os.path.expanduser(spec)):
+        return None
+    return FileNotFoundError(f"no such file or folder: {spec}; --model takes a run ID, an existing local or gs:// "
+                             "path, or an encoder spec such as minilm (docs/usage/models.md lists them).")
+
 
 # The old spellings of specs and their names now. "small"/"base" loaded pretrained TF Hub BERTs
 # while "bert_small"/"bert_base" built random ones, and "tiny" and "bert_tiny" were two different
