@@ -188,13 +188,14 @@ class BinaryPairsEvaluator(OwnPairsEvaluator):
     `BinaryClassificationEvaluator` computes them (`common.evaluation.binary`); fractions in [0, 1]
     (`OwnPairsEvaluator`'s arguments)."""
 
-    what, metric = "binary pairs", "ap"
+    what, metric = "binary pairs", "average_precision"
 
     def metrics_for(self, predictions: np.ndarray, gold: np.ndarray) -> Dict[str, float]:
-        from common.evaluation.binary import binary_pair_metrics
+        from common.evaluation.binary import METRICS, THRESHOLDS, binary_pair_metrics
 
         found = binary_pair_metrics(predictions, gold)
-        return {f"{self.prefix}_{name}": float(value) for name, value in found.items()}
+        names = [*METRICS, *THRESHOLDS.values()]  # not the counts of pairs and positives
+        return {f"{self.prefix}_{name}": float(found[name]) for name in names}
 
 
 class RetrievalEvaluator(Evaluator):

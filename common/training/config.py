@@ -107,7 +107,7 @@ class RunSection:
                                "(--publish_best) instead of STS-B dev: a pair file (CSV, TSV, JSONL or Parquet; "
                                "sentence1, sentence2 and a similarity score or a 0/1 label) or a BEIR folder "
                                "(corpus.jsonl, queries.jsonl, qrels/dev.tsv). Its primary metric: dev_spearman, "
-                               "dev_ap (0/1 labels) or dev_ndcg_at_10.")
+                               "dev_average_precision (0/1 labels) or dev_ndcg_at_10.")
     dev_task: str = option("auto", "What --dev_data holds: auto (a folder is retrieval; labels that are all 0 or 1 "
                                    "are binary; other numbers are scores), scored, binary or retrieval.",
                            choices=DEV_TASKS)

@@ -108,3 +108,18 @@ def test_missing_dev_data_says_so_first(tmp_path):
         dev_evaluator(str(tmp_path), str(tmp_path / "no-such.tsv"))
     with pytest.raises(UserError, match=r"--dev_task=scored describes --dev_data, which is not given"):
         dev_evaluator(str(tmp_path), "", "scored")
+
+
+def test_binary_dev_pairs_are_scored_as_the_binary_pair_metrics_of_the_cosines(tmp_path):
+    from common.evaluation.binary import binary_pair_metrics
+    from common.evaluation.evaluators import BinaryPairsEvaluator
+
+    labels = [1, 1, 0, 0, 1, 0]
+    evaluator = dev_evaluator(str(tmp_path), write_pairs(tmp_path / "binary.tsv", labels))
+    assert isinstance(evaluator, BinaryPairsEvaluator) and evaluator.primary_metric == "dev_average_precision"
+    found = evaluator(bag_of_words)
+    expected = binary_pair_metrics(cosines(FIRST, SECOND), np.asarray(labels, np.float64))
+    for name in ("accuracy", "accuracy_threshold", "f1", "f1_threshold", "precision", "recall",
+                 "average_precision", "mcc"):
+        assert found[f"dev_{name}"] == pytest.approx(expected[name], abs=1e-6), name
+    assert "dev_pairs" not in found  # counts are not metrics to log or select on
