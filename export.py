@@ -19,14 +19,14 @@ from absl import app, flags
 from common import cli  # first: it quiets TensorFlow's start-up
 
 from common.errors import UserError
-from common.export import FORMATS, QUANTIZATIONS, ExportConfig, export_model
+from common.export import FORMATS, ExportConfig, export_model, quantizations
 from common.flags import define_model_flags
 
 define_model_flags(batch_size=False)
-flags.DEFINE_enum("format", None, FORMATS, "sentence-transformers: a Hugging Face BERT folder with "
-                  "sentence-transformers modules; tflite: one TFLite model, tokenizer inside.")
+flags.DEFINE_enum("format", None, list(FORMATS),
+                  "; ".join(f"{name}: {module.DESCRIPTION}" for name, module in FORMATS.items()) + ".")
 flags.DEFINE_string("out", None, "Folder to write (local or gs://); it must not exist.")
-flags.DEFINE_enum("quantize", "none", QUANTIZATIONS, "TFLite weights: none (float32) or int8 (dynamic-range "
+flags.DEFINE_enum("quantize", "none", quantizations(), "TFLite weights: none (float32) or int8 (dynamic-range "
                   "quantization: int8 weights, float activations). Only with --format=tflite.")
 FLAGS = flags.FLAGS
 
@@ -44,7 +44,7 @@ def main(argv):
     encoder = record["encoder"]
     print(f"exported {config.model} as {config.format} to {config.out} (pooling {encoder['pooling']}, normalize "
           f"{encoder['normalize']}, max_seq_len {encoder['max_seq_len']}"
-          + (f", quantize {config.quantize})" if config.format == "tflite" else ")"))
+          + (f", quantize {record['quantize']})" if "quantize" in record else ")"))
     print("| file | MB |\n| --- | --- |")
     for name, size in record["files"].items():
         print(f"| {name} | {size / 1e6:.2f} |")

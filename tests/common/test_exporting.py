@@ -250,6 +250,48 @@ def test_a_tflite_export_matches_the_savedmodel(tmp_path):
     assert os.path.getsize(os.path.join(quantized, TFLITE_FILE)) < 0.8 * os.path.getsize(os.path.join(out, TFLITE_FILE))
 
 
+def test_a_format_is_one_module_and_one_row_of_the_table(tmp_path, monkeypatch):
+    """A toy format (the embeddings of a few sentences, as JSON), registered as one module-like object
+    and one row of the table: export_model writes it and resolve_model finds it and reads it back."""
+    import types
+
+    from common.models import formats
+
+    def writer(encoder, settings):
+        vectors = encoder(tf.constant(SENTENCES))["embedding"].numpy()  # converted before anything is written
+
+        def write(folder):
+            with open(os.path.join(folder, "toy.json"), "w") as f:
+                json.dump(dict(zip(SENTENCES, vectors.tolist())), f)
+        return write
+
+    def read(location, max_seq_len, precision):
+        table = json.load(open(location))
+        return lambda sentences: np.array([table[s.decode("utf-8")] for s in sentences.numpy()], np.float32)
+
+    toy = types.SimpleNamespace(
+        DESCRIPTION="the embeddings of a few sentences", QUANTIZATIONS=("none",), writer=writer, read=read,
+        record=lambda settings: {"sentences": len(SENTENCES)},
+        detect=lambda path: os.path.join(path, "toy.json") if os.path.isfile(os.path.join(path, "toy.json")) else None)
+    monkeypatch.setitem(formats.FORMATS, "toy", toy)
+
+    out = str(tmp_path / "toy")
+    record = export_model(ExportConfig(model="random_tiny", format="toy", out=out, max_seq_len=32))
+    assert record["format"] == "toy" and record["sentences"] == len(SENTENCES) and set(record["files"]) == {"toy.json"}
+    assert json.load(open(os.path.join(out, "export.json")))["sentences"] == len(SENTENCES)
+    embedder = resolve_model(out)
+    assert embedder.source == os.path.join(out, "toy.json")
+    np.testing.assert_allclose(embedder.embed(SENTENCES, progress=False),
+                               SentenceModel("random_tiny", max_seq_len=32).encode(SENTENCES), atol=1e-6)
+    with pytest.raises(ValueError, match="is an exported model: a traced graph"):  # no encoder to export again
+        resolve_encoder(out)
+    with pytest.raises(ValueError, match="--quantize=int8 applies to --format=tflite only; a toy export"):
+        export_model(ExportConfig(model="random_tiny", format="toy", out=str(tmp_path / "x"), quantize="int8"))
+    monkeypatch.delitem(formats.FORMATS, "toy")
+    with pytest.raises(ValueError, match="not a model directory"):  # the row, not anything else, made it readable
+        resolve_model(out)
+
+
 def _check_st(*args, cwd):
     return subprocess.run([sys.executable, os.path.join(ROOT, "check_sentence_transformers.py"), *args], cwd=cwd,
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
