@@ -1,20 +1,23 @@
-"""Exports a model for other ecosystems: a sentence-transformers folder or a TFLite model.
+"""Exports a model for other ecosystems: a sentence-transformers folder, a TFLite model or a
+TF-Hub-format BERT.
 
     python export.py --model=20261122-101500 --format=sentence-transformers --out=exports/run-st
     python export.py --model=minilm --format=tflite --out=exports/minilm-tflite
     python export.py --model=minilm --format=tflite --quantize=int8 --out=exports/minilm-int8
+    python export.py --model=20261122-101500 --format=tfhub-bert --out=exports/run-tfhub
 
 --model takes what test_sts.py takes, when a Keras BERT encoder is behind it: a run ID, a
 run's directory, a Hugging Face BERT folder or an encoder spec (minilm, a fresh BERT). The
 sentence-transformers folder loads with SentenceTransformer(folder), keras-hub's
 BertBackbone/BertTextEmbedder.from_preset(folder) and --model=<folder> here; the
 TFLite model (tokenizer inside) with --model=<out> here or a TFLite interpreter with
-tensorflow-text's ops (docs/usage/export.md).
+tensorflow-text's ops; the TF-Hub-format BERT with hub.KerasLayer(out, trainable=True) and
+--model=<out> here (docs/usage/export.md).
 """
 
 from __future__ import annotations
 
-from absl import app, flags
+from absl import app, flags, logging
 
 from common import cli  # first: it quiets TensorFlow's start-up
 
@@ -35,6 +38,9 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}; every input is a flag (--name=value), "
                              "--helpshort lists them.")
+    if not FLAGS.verbose:
+        # TensorFlow's SavedModel writer (tfhub-bert) logs its checkpoint shards at INFO: nothing to act on.
+        logging.set_verbosity(logging.WARNING)
     if FLAGS.format is None:
         raise UserError(f"--format is required: one of {', '.join(FORMATS)}.")
     config = ExportConfig(model=FLAGS.model, format=FLAGS.format, out=FLAGS.out or "", quantize=FLAGS.quantize,

@@ -4,6 +4,7 @@
 | --- | --- | --- |
 | sentence-transformers | a Hugging Face BERT folder with sentence-transformers modules | `sentence_transformers` |
 | tflite | one TFLite model, tokenizer inside | `tflite` |
+| tfhub-bert | a BERT backbone as a SavedModel with TF Hub's BERT encoder interface | `tfhub_bert` |
 
 Each module is one row of `FORMATS` and holds the format's writer, its reader and how it is
 recognised (keras-hub's table of `convert_<arch>` modules). It defines:
@@ -27,12 +28,13 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional, Tuple
 
-from common.models.formats import sentence_transformers, tflite
+from common.models.formats import sentence_transformers, tfhub_bert, tflite
 
 # --format's choices in this order; `find` tries the detectors in it too.
 FORMATS: Dict[str, Any] = {
     "sentence-transformers": sentence_transformers,
     "tflite": tflite,
+    "tfhub-bert": tfhub_bert,
 }
 
 
