@@ -1,37 +1,43 @@
-"""Exports a model for other ecosystems: a sentence-transformers folder or a TFLite model.
+"""Exports a model for other ecosystems: a sentence-transformers folder, a TFLite model or a
+TF-Hub-format BERT.
 
     python export.py --model=20261122-101500 --format=sentence-transformers --out=exports/run-st
     python export.py --model=minilm --format=tflite --out=exports/minilm-tflite
     python export.py --model=minilm --format=tflite --quantize=int8 --out=exports/minilm-int8
+    python export.py --model=20261122-101500 --format=tfhub-bert --out=exports/run-tfhub
 
 --model takes what test_sts.py takes, when a Keras BERT encoder is behind it: a run ID, a
 run's directory, a Hugging Face BERT folder or an encoder spec (minilm, a fresh BERT). The
 sentence-transformers folder loads with SentenceTransformer(folder), keras-hub's
 BertBackbone/BertTextEmbedder.from_preset(folder) and --model=<folder> here; the
 TFLite model (tokenizer inside) with --model=<out> here or a TFLite interpreter with
-tensorflow-text's ops (docs/usage/export.md).
+tensorflow-text's ops; the TF-Hub-format BERT with hub.KerasLayer(out, trainable=True) and
+--model=<out> here (docs/usage/export.md).
 """
 
 from __future__ import annotations
 
-from absl import flags
+from absl import flags, logging
 
 from common import cli  # first: it quiets TensorFlow's start-up
 
 from common.errors import UserError
-from common.export import FORMATS, QUANTIZATIONS, ExportConfig, export_model
+from common.export import FORMATS, ExportConfig, export_model, quantizations
 from common.flags import define_model_flags
 
 define_model_flags(batch_size=False)
-flags.DEFINE_enum("format", None, FORMATS, "sentence-transformers: a Hugging Face BERT folder with "
-                  "sentence-transformers modules; tflite: one TFLite model, tokenizer inside.")
+flags.DEFINE_enum("format", None, list(FORMATS),
+                  "; ".join(f"{name}: {module.DESCRIPTION}" for name, module in FORMATS.items()) + ".")
 flags.DEFINE_string("out", None, "Folder to write (local or gs://); it must not exist.")
-flags.DEFINE_enum("quantize", "none", QUANTIZATIONS, "TFLite weights: none (float32) or int8 (dynamic-range "
+flags.DEFINE_enum("quantize", "none", quantizations(), "TFLite weights: none (float32) or int8 (dynamic-range "
                   "quantization: int8 weights, float activations). Only with --format=tflite.")
 FLAGS = flags.FLAGS
 
 
 def main(argv):
+    if not FLAGS.verbose:
+        # TensorFlow's SavedModel writer (tfhub-bert) logs its checkpoint shards at INFO: nothing to act on.
+        logging.set_verbosity(logging.WARNING)
     if FLAGS.format is None:
         raise UserError(f"--format is required: one of {', '.join(FORMATS)}.")
     config = ExportConfig(model=FLAGS.model, format=FLAGS.format, out=FLAGS.out or "", quantize=FLAGS.quantize,
@@ -41,7 +47,7 @@ def main(argv):
     encoder = record["encoder"]
     print(f"exported {config.model} as {config.format} to {config.out} (pooling {encoder['pooling']}, normalize "
           f"{encoder['normalize']}, max_seq_len {encoder['max_seq_len']}"
-          + (f", quantize {config.quantize})" if config.format == "tflite" else ")"))
+          + (f", quantize {record['quantize']})" if "quantize" in record else ")"))
     print("| file | MB |\n| --- | --- |")
     for name, size in record["files"].items():
         print(f"| {name} | {size / 1e6:.2f} |")

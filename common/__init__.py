@@ -1,8 +1,9 @@
 """Shared pieces of every method, one subpackage per concern:
 
-- `common.models`: tokenizer, BERT backbones (Keras, TF Hub), pooling, the sentence encoder.
-- `common.export`: every format a model is written in, one module each: the SavedModels a
-  run publishes, sentence-transformers folders, TFLite; `export_model` behind `export.py`.
+- `common.models`: tokenizer, BERT backbones (Keras, TF Hub), pooling, the sentence encoder,
+  and the formats `export.py` writes (`common.models.formats`: one module per format, with its
+  writer, reader and detector, and their table).
+- `common.export`: the SavedModels a run publishes, and `export_model` behind `export.py`.
 - `common.data`: file access, documents from files and folders, NLI / STS / SICK readers,
   training-source resolution, dataset fingerprints, the seeded resumable batch sampler, downloads.
 - `common.training`: the method contract (`MethodModel`) and registry, typed run

@@ -94,32 +94,14 @@ def write_hf_bert_dir(path: str, vocab_path: str, hidden_act: str = "gelu", seed
 
 
 def write_tfhub_bert(path: str, backbone, vocab_path: str) -> str:
-    """Saves a Keras BertBackbone as a TF-Hub-format BERT encoder SavedModel:
+    """Saves a Keras BertBackbone as a TF-Hub-format BERT encoder SavedModel (uncased):
     `__call__({"input_word_ids", "input_mask", "input_type_ids"}, training)` ->
-    {"sequence_output", "pooled_output"}, with `vocab_file`, `do_lower_case`,
+    {"sequence_output", "pooled_output", "default"}, with `vocab_file`, `do_lower_case`,
     `variables` and `trainable_variables` like the published TF Hub BERTs."""
-    import tensorflow as tf
-    from tensorflow.python.trackable.autotrackable import AutoTrackable
+    from common.models.formats.tfhub_bert import save_tfhub_bert
+    from common.models.tokenization import read_vocabulary
 
-    root = AutoTrackable()
-    root.variables = [v.value for v in backbone.variables]  # incl. dropout seed states
-    root.trainable_variables = [v.value for v in backbone.trainable_weights]
-    root.vocab_file = tf.saved_model.Asset(vocab_path)
-    root.do_lower_case = tf.Variable(True, trainable=False)
-
-    @tf.function
-    def call(inputs, training=False):
-        out = backbone({"token_ids": inputs["input_word_ids"], "padding_mask": inputs["input_mask"],
-                        "segment_ids": inputs["input_type_ids"]}, training=training)
-        return {"sequence_output": out["sequence_output"], "pooled_output": out["pooled_output"],
-                "default": out["pooled_output"]}
-
-    spec = {k: tf.TensorSpec([None, None], tf.int32, name=k)
-            for k in ("input_word_ids", "input_mask", "input_type_ids")}
-    for training in (False, True):
-        call.get_concrete_function(spec, training=training)
-    root.__call__ = call
-    tf.saved_model.save(root, path)
+    save_tfhub_bert(backbone, read_vocabulary(vocab_path), True, path)
     return path
 
 

@@ -1,5 +1,6 @@
-"""`export_model(ExportConfig)`: any `--model` to a sentence-transformers (Hugging Face BERT)
-folder or a TFLite model with the tokenizer inside. `export.py` is its command line.
+"""`export_model(ExportConfig)`: any `--model` in any format of `common.models.formats.FORMATS`
+(a sentence-transformers folder, a TFLite model with the tokenizer inside). `export.py` is its
+command line.
 
 Every export is written to a temporary folder and renamed into place
 (`common.artifacts.write_atomically`), never over an existing one, with an
@@ -9,20 +10,22 @@ Every export is written to a temporary folder and renamed into place
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import tensorflow as tf
 
 from common import artifacts
 from common.errors import UserError
 from common.export.saved_model import package_versions
-from common.export.sentence_transformers_folder import write_sentence_transformers
-from common.export.tflite import QUANTIZATIONS, TFLITE_FILE, tflite_model
-from common.models.bpe_tokenization import ByteLevelBpeTokenizer
+from common.models.formats import FORMATS
 from common.models.sources.names import canonical_spec
 
-FORMATS = ("sentence-transformers", "tflite")
 EXPORT_RECORD = "export.json"
+
+
+def quantizations() -> Tuple[str, ...]:
+    """Every `--quantize` value some format takes, in the table's order."""
+    return tuple(dict.fromkeys(q for module in FORMATS.values() for q in module.QUANTIZATIONS))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,10 +35,10 @@ class ExportConfig:
     Attributes:
         model: str. Any `--model` value with a Keras BERT encoder behind it: a run ID,
             a run's directory, a Hugging Face BERT folder or an encoder spec.
-        format: str. "sentence-transformers" or "tflite".
+        format: str. A name in `common.models.formats.FORMATS` ("sentence-transformers", "tflite").
         out: str. The folder to write (local or `gs://`); it must not exist.
-        quantize: str. TFLite weights: "none" (float32) or "int8" (dynamic range).
-            Defaults to "none".
+        quantize: str. Weights: "none" (float32), or one the format takes ("int8", dynamic
+            range, for TFLite). Defaults to "none".
         artifacts_dir: str. Where run IDs are looked up. Defaults to "artifacts".
         model_location: str. "local" or "gcs". Defaults to "local".
         gcs_bucket: str or None. Bucket for `model_location="gcs"`.
@@ -56,11 +59,12 @@ class ExportConfig:
         """Raises UserError for settings that cannot go together, before anything is loaded."""
         if self.format not in FORMATS:
             raise UserError(f"--format must be one of {', '.join(FORMATS)}; got {self.format!r}.")
-        if self.quantize not in QUANTIZATIONS:
-            raise UserError(f"--quantize must be one of {', '.join(QUANTIZATIONS)}; got {self.quantize!r}.")
-        if self.quantize != "none" and self.format != "tflite":
-            raise UserError(f"--quantize={self.quantize} applies to --format=tflite only; a {self.format} export "
-                             "keeps the float32 weights.")
+        if self.quantize not in quantizations():
+            raise UserError(f"--quantize must be one of {', '.join(quantizations())}; got {self.quantize!r}.")
+        if self.quantize not in FORMATS[self.format].QUANTIZATIONS:
+            takers = [name for name, module in FORMATS.items() if self.quantize in module.QUANTIZATIONS]
+            raise UserError(f"--quantize={self.quantize} applies to --format={'/'.join(takers)} only; a "
+                             f"{self.format} export keeps the float32 weights.")
         if not self.out:
             raise UserError("--out is required: the folder to write the export to (it must not exist).")
         if self.max_seq_len is not None and self.max_seq_len < 2:
@@ -79,7 +83,9 @@ def export_model(config: ExportConfig) -> Dict[str, Any]:
             encoder to export (see `resolve_encoder`).
         FileNotFoundError: for a run ID or path that does not exist.
     """
-    from common.models.sources.resolve import resolve_encoder  # here, not above: resolve imports common.export
+    # Here, not above: resolve imports common.evaluation, whose package imports common.data, which
+    # imports common.training (its option declarations), which imports common.export.
+    from common.models.sources.resolve import resolve_encoder
 
     config.validate()
     if tf.io.gfile.exists(config.out):
@@ -93,30 +99,16 @@ def export_model(config: ExportConfig) -> Dict[str, Any]:
         # keras-hub pads to max_seq_length, and any sentence that long would index past the position table.
         raise UserError(f"{config.model}: max_seq_len {encoder.encoder_config.max_seq_len} exceeds the model's "
                          f"{positions} position embeddings; give --max_seq_len={positions} or less.")
-    if config.format == "tflite" and isinstance(encoder.tokenizer, ByteLevelBpeTokenizer):
-        raise UserError(f"{config.model}: --format=tflite packs a WordPiece (BERT) tokenizer with TFLite's "
-                         "built-in ops; this encoder tokenizes with byte-level BPE (RoBERTa): use "
-                         "--format=sentence-transformers.")
-    if config.format == "tflite":
-        content = tflite_model(encoder, config.quantize)  # converted before anything is written
-
-        def write_format(tmp: str) -> None:
-            with tf.io.gfile.GFile(artifacts.join(tmp, TFLITE_FILE), "wb") as f:
-                f.write(content)
-    else:
-        def write_format(tmp: str) -> None:
-            write_sentence_transformers(encoder, tmp)
+    module = FORMATS[config.format]
+    write_format = module.writer(encoder, config)  # converted before anything is written
 
     record: Dict[str, Any] = {
         "source": canonical_spec(config.model),  # a spec under its new name
         "format": config.format,
         "encoder": dataclasses.asdict(encoder.encoder_config),
         "packages": package_versions(),
+        **module.record(config),
     }
-    if config.format == "tflite":
-        record["quantize"] = config.quantize
-        record["tokenizer"] = ("tensorflow-text FastBertTokenizer (NFKC lower-casing); see "
-                               "common/export/tflite.py for how it differs from the SavedModel's")
 
     def write(tmp: str) -> None:
         write_format(tmp)

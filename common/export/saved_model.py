@@ -28,14 +28,11 @@ import tensorflow as tf
 
 from common import artifacts, compat
 from common.models.encoder import SentenceEncoder, float32_encoder, inference_encoder
+# The interface these SavedModels are read by (signature names, the recorded length).
+from common.models.sources.exported import CROSS_INPUTS, CROSS_OUTPUT, LENGTH_ATTRIBUTE, SERVING_INPUT, SERVING_OUTPUT
 
-# The serving signatures: an embedding SavedModel's, and a cross-encoder's.
-SERVING_INPUT = "sentences"
-SERVING_OUTPUT = "embeddings"
-CROSS_INPUTS = ("sentence1", "sentence2")
-CROSS_OUTPUT = "score"
-# The root attribute holding the length the SavedModel truncates at ([CLS] and [SEP] included).
-LENGTH_ATTRIBUTE = "max_seq_len"
+__all__ = ["CROSS_INPUTS", "CROSS_OUTPUT", "LENGTH_ATTRIBUTE", "SERVING_INPUT", "SERVING_OUTPUT",
+           "export_cross_encoder", "export_encoder", "export_pair_model", "package_versions", "save_encoder_artifact"]
 
 
 def export_encoder(encoder: SentenceEncoder, path: str) -> None:

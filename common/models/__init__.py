@@ -1,7 +1,8 @@
 """Models: the in-graph BERT tokenizer, BERT backbones (Keras from Hugging Face
 weights, TF Hub), masked pooling, the sentence encoder and the sources it is built
-from (`common.models.sources`: any `--model`), and the tied masked-LM head. What
-writes them out (SavedModels, other ecosystems' formats) is `common.export`."""
+from (`common.models.sources`: any `--model`), the formats export.py writes and reads back
+(`common.models.formats`: one module per format, and their table), and the tied masked-LM
+head. What writes a run's SavedModels and runs an export is `common.export`."""
 
 from common.models.bert import BertBackbone
 from common.models.bert_config import BertConfig

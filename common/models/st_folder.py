@@ -15,7 +15,7 @@ toolkit does not implement:
 - Dense (`<n>_Dense/config.json`; `model.safetensors` with `linear.weight` [out, in] and
   `linear.bias`): activation(x W^T + b) on the pooled embedding, any width, with or without bias,
   Tanh or Identity. CLS pooling followed by a square Dense with bias and Tanh is BERT's pooler: it
-  is read as pooling "pooler" (how `common.export.sentence_transformers_folder` writes it). Weights
+  is read as pooling "pooler" (how `common.models.formats.sentence_transformers` writes it). Weights
   kept only in `pytorch_model.bin`, a residual connection, or a Dense after Normalize are refused.
 - Normalize: an empty folder (before ST 6), a folder with `config.json` (ST 6), or no folder.
 - The transformer's `sentence_bert_config.json`: `max_seq_length` before ST 6 (ST 6 writes none; the

@@ -251,6 +251,144 @@ def test_a_tflite_export_matches_the_savedmodel(tmp_path):
     assert os.path.getsize(os.path.join(quantized, TFLITE_FILE)) < 0.8 * os.path.getsize(os.path.join(out, TFLITE_FILE))
 
 
+def test_a_format_is_one_module_and_one_row_of_the_table(tmp_path, monkeypatch):
+    """A toy format (the embeddings of a few sentences, as JSON), registered as one module-like object
+    and one row of the table: export_model writes it and resolve_model finds it and reads it back."""
+    import types
+
+    from common.models import formats
+
+    def writer(encoder, settings):
+        vectors = encoder(tf.constant(SENTENCES))["embedding"].numpy()  # converted before anything is written
+
+        def write(folder):
+            with open(os.path.join(folder, "toy.json"), "w") as f:
+                json.dump(dict(zip(SENTENCES, vectors.tolist())), f)
+        return write
+
+    def read(location, max_seq_len, precision):
+        table = json.load(open(location))
+        return lambda sentences: np.array([table[s.decode("utf-8")] for s in sentences.numpy()], np.float32)
+
+    toy = types.SimpleNamespace(
+        DESCRIPTION="the embeddings of a few sentences", QUANTIZATIONS=("none",), writer=writer, read=read,
+        record=lambda settings: {"sentences": len(SENTENCES)},
+        detect=lambda path: os.path.join(path, "toy.json") if os.path.isfile(os.path.join(path, "toy.json")) else None)
+    monkeypatch.setitem(formats.FORMATS, "toy", toy)
+
+    out = str(tmp_path / "toy")
+    record = export_model(ExportConfig(model="random_tiny", format="toy", out=out, max_seq_len=32))
+    assert record["format"] == "toy" and record["sentences"] == len(SENTENCES) and set(record["files"]) == {"toy.json"}
+    assert json.load(open(os.path.join(out, "export.json")))["sentences"] == len(SENTENCES)
+    embedder = resolve_model(out)
+    assert embedder.source == os.path.join(out, "toy.json")
+    np.testing.assert_allclose(embedder.embed(SENTENCES, progress=False),
+                               SentenceModel("random_tiny", max_seq_len=32).encode(SENTENCES), atol=1e-6)
+    with pytest.raises(ValueError, match="is an exported model: a traced graph"):  # no encoder to export again
+        resolve_encoder(out)
+    with pytest.raises(ValueError, match="--quantize=int8 applies to --format=tflite only; a toy export"):
+        export_model(ExportConfig(model="random_tiny", format="toy", out=str(tmp_path / "x"), quantize="int8"))
+    monkeypatch.delitem(formats.FORMATS, "toy")
+    with pytest.raises(ValueError, match="not a model directory"):  # the row, not anything else, made it readable
+        resolve_model(out)
+
+
+@pytest.fixture(scope="module")
+def tfhub_export(tmp_path_factory):
+    """A tiny random BERT (weights of scale 0.2) in a sentence-transformers folder that pools CLS and
+    normalises, and its tfhub-bert export."""
+    from fixtures import write_hf_bert_dir
+
+    root = tmp_path_factory.mktemp("tfhub")
+    hf = write_hf_bert_dir(str(root / "hf"), os.path.join(minilm_dir(), "vocab.txt"), seed=5)
+    source = str(root / "st")
+    os.makedirs(source)
+    write_sentence_transformers(build_encoder(EncoderConfig(spec=hf, pooling="cls", normalize=True, max_seq_len=32)),
+                                source)
+    out = str(root / "tfhub")
+    record = export_model(ExportConfig(model=source, format="tfhub-bert", out=out, max_seq_len=32))
+    return source, out, record
+
+
+# Runs under tf-keras (Keras 2), as the original PAUSE code uses TF Hub's BERTs: calls the export through
+# hub.KerasLayer, reads its vocab_file and do_lower_case, and takes one SGD step on a loss of its outputs.
+HUB_KERAS_LAYER = """
+import json, sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_hub as hub
+import tf_keras
+
+path, inputs_file, result = sys.argv[1:]
+inputs = {k: tf.constant(v, tf.int32) for k, v in np.load(inputs_file).items()}
+layer = hub.KerasLayer(path, trainable=True)
+outputs = layer(inputs, training=False)
+before = [v.numpy().copy() for v in layer.trainable_variables]
+with tf.GradientTape() as tape:
+    trained = layer(inputs, training=True)
+    loss = tf.reduce_sum(trained["sequence_output"] ** 2) + tf.reduce_sum(trained["pooled_output"])
+grads = tape.gradient(loss, layer.trainable_variables)
+tf_keras.optimizers.SGD(0.1).apply_gradients(zip(grads, layer.trainable_variables))
+np.savez(result + ".npz", **{k: v.numpy() for k, v in outputs.items()})
+info = {"keras": tf.keras.Model.__module__, "tf_keras_layer": isinstance(layer, tf_keras.layers.Layer),
+        "vocab_file": layer.resolved_object.vocab_file.asset_path.numpy().decode(),
+        "do_lower_case": bool(layer.resolved_object.do_lower_case.numpy()),
+        "trainable": len(layer.trainable_variables), "no_gradient": sum(g is None for g in grads),
+        "changed": sum(bool(np.any(b != v.numpy())) for b, v in zip(before, layer.trainable_variables))}
+json.dump(info, open(result + ".json", "w"))
+"""
+
+
+def test_a_tfhub_bert_export_runs_and_fine_tunes_through_hub_keras_layer_under_tf_keras(tfhub_export, tmp_path):
+    source, out, record = tfhub_export
+    assert record["format"] == "tfhub-bert" and "saved_model.pb" in record["files"]
+    encoder = build_encoder(EncoderConfig(spec=source, max_seq_len=32))
+    tokens = encoder.tokenizer(tf.constant(SENTENCES))
+    inputs = {"input_word_ids": tokens["token_ids"].numpy(), "input_mask": tokens["padding_mask"].numpy(),
+              "input_type_ids": tokens["segment_ids"].numpy()}
+    assert inputs["input_mask"].min() == 0  # padded: the mask matters
+    np.savez(tmp_path / "inputs.npz", **{k: v.astype(np.int32) for k, v in inputs.items()})
+    result = str(tmp_path / "result")
+    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "PYTHONPATH": ""}
+    proc = subprocess.run([sys.executable, "-c", HUB_KERAS_LAYER, out, str(tmp_path / "inputs.npz"), result],
+                          cwd=str(tmp_path), env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    info, got = json.load(open(result + ".json")), np.load(result + ".npz")
+    assert info["keras"].startswith("tf_keras") and info["tf_keras_layer"]
+
+    want = encoder.backbone(tokens, training=False)
+    np.testing.assert_allclose(got["sequence_output"], want["sequence_output"].numpy(), atol=1e-5)
+    np.testing.assert_allclose(got["pooled_output"], want["pooled_output"].numpy(), atol=1e-5)
+    np.testing.assert_array_equal(got["default"], got["pooled_output"])
+
+    assert os.path.isfile(info["vocab_file"]) and info["vocab_file"].startswith(out)
+    assert open(info["vocab_file"], encoding="utf-8").read() == open(os.path.join(source, "vocab.txt"),
+                                                                      encoding="utf-8").read()
+    assert info["do_lower_case"] is encoder.tokenizer.config.lowercase is True
+
+    weights = len(encoder.backbone.trainable_weights)
+    assert info["trainable"] == weights > 20 and info["no_gradient"] == 0 and info["changed"] == weights
+
+
+def test_the_toolkit_reads_a_tfhub_bert_export_back_as_the_model_it_came_from(tfhub_export, tmp_path):
+    source, out, _ = tfhub_export
+    want = SentenceModel(source).encode(SENTENCES)
+    np.testing.assert_allclose(np.linalg.norm(want, axis=1), 1, atol=1e-6)  # the source normalises
+    embedder = resolve_model(out)  # --model=<export>: found by the format's detector
+    assert embedder.source == out
+    np.testing.assert_allclose(embedder.embed(SENTENCES, progress=False), want, atol=1e-5)
+    from common.models.formats import FORMATS
+
+    read = FORMATS["tfhub-bert"].read(out, 32, "fp32")
+    assert type(read.backbone).__name__ == "HubBertBackbone"
+    assert (read.encoder_config.pooling, read.encoder_config.normalize) == ("cls", True)  # export.json's
+    # Without the record (a TF Hub BERT of TF Hub's own), a TF-Hub-format BERT pools by default.
+    assert build_encoder(EncoderConfig(spec=out, max_seq_len=32)).encoder_config.pooling == "mean"
+    with pytest.raises(ValueError, match="--format=tfhub-bert writes a BERT built by this toolkit"):
+        export_model(ExportConfig(model=out, format="tfhub-bert", out=str(tmp_path / "again")))
+    assert not (tmp_path / "again").exists()
+
+
 def _check_st(*args, cwd):
     return subprocess.run([sys.executable, os.path.join(ROOT, "check_sentence_transformers.py"), *args], cwd=cwd,
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})

@@ -1,9 +1,9 @@
-"""Exported models: a SavedModel that embeds sentences (a run's `embedding/`, export.py's), a
-cross-encoder SavedModel ((sentence1, sentence2) -> score) and a TFLite model with its tokenizer
-inside. Each computes as it was exported: in float32, at the length it records.
-
-`common.export` writes these formats and itself builds encoders from this room, so its names are
-imported where they are used."""
+"""The SavedModels a run publishes, read back: one that embeds sentences (a run's `embedding/`)
+and a cross-encoder ((sentence1, sentence2) -> score). Each computes as it was exported: in
+float32, at the length it records. Their interface (signature names, the length attribute) is
+defined here, where it is read; `common.export.saved_model` writes it. The formats `export.py`
+writes are `common.models.formats`.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +12,16 @@ from typing import Optional
 import tensorflow as tf
 
 from common.artifacts import join
+from common.errors import UserError
+from common.models.precision import is_mixed
+
+# The serving signatures: an embedding SavedModel's, and a cross-encoder's.
+SERVING_INPUT = "sentences"
+SERVING_OUTPUT = "embeddings"
+CROSS_INPUTS = ("sentence1", "sentence2")
+CROSS_OUTPUT = "score"
+# The root attribute holding the length the SavedModel truncates at ([CLS] and [SEP] included).
+LENGTH_ATTRIBUTE = "max_seq_len"
 
 
 def is_saved_model_dir(path: str) -> bool:
@@ -20,8 +30,6 @@ def is_saved_model_dir(path: str) -> bool:
 
 def embedding_saved_model(path: str):
     """Loads `path`; returns (its embedding function, or None if it is not one of ours; the SavedModel)."""
-    from common.export.saved_model import SERVING_INPUT, SERVING_OUTPUT
-
     loaded = tf.saved_model.load(path)
     signature = getattr(loaded, "signatures", {}).get("serving_default")
     if signature is None:
@@ -46,8 +54,6 @@ def embedding_saved_model(path: str):
 
 def cross_saved_model(path: str):
     """Loads `path`; returns its (sentence1, sentence2) -> score function, or None if it is not a cross-encoder."""
-    from common.export.saved_model import CROSS_INPUTS, CROSS_OUTPUT
-
     loaded = tf.saved_model.load(path)
     signature = getattr(loaded, "signatures", {}).get("serving_default")
     if signature is None:
@@ -69,24 +75,23 @@ def cross_saved_model(path: str):
 def exported_length(loaded) -> Optional[int]:
     """The length an embedding SavedModel truncates at, where it records one (exports
     of this toolkit since they record it; older ones and foreign models do not)."""
-    from common.export.saved_model import LENGTH_ATTRIBUTE
-
     length = getattr(loaded, LENGTH_ATTRIBUTE, None)
     return None if length is None else int(length.numpy())
 
 
-def tflite_file(path: str) -> Optional[str]:
-    """The TFLite model `path` names (a `.tflite` file, or a folder holding `model.tflite`), else None."""
-    from common.export.tflite import TFLITE_FILE, is_tflite_file
-
-    for candidate in (path, join(path, TFLITE_FILE)):
-        if is_tflite_file(candidate):
-            return candidate
-    return None
+def refuse_precision(path: str, precision: str) -> None:
+    """Raises when a mixed precision is asked of an exported model (it computes as it was exported)."""
+    if is_mixed(precision):
+        raise UserError(f"--precision={precision}: {path} is an exported model, which computes as it was "
+                        "exported (float32); use --precision=fp32, or pass the run it came from (its run ID or "
+                        "artifact directory), whose encoder is rebuilt from its weights.")
 
 
-def tflite_embedder(path: str):
-    """The embedding function of the TFLite model at `path` (`tflite_file`)."""
-    from common.export.tflite import TFLiteEmbedder
-
-    return TFLiteEmbedder(path)
+def refuse_length(path: str, max_seq_len: Optional[int], exported: Optional[int]) -> None:
+    """Raises when a length other than an exported model's own is asked of it (it cannot be rebuilt)."""
+    if max_seq_len is None or max_seq_len == exported:
+        return
+    has = f"truncates at {exported} tokens" if exported else "does not record the length it truncates at"
+    raise UserError(f"--max_seq_len={max_seq_len}: {path} is an exported model, which {has} and cannot be "
+                    "rebuilt at another; pass the run it came from (its run ID or artifact directory), or export "
+                    f"it again with export.py --max_seq_len={max_seq_len}.")

@@ -1,7 +1,8 @@
 """Any `--model` value to what a script uses: an embedding function (`resolve_model`: test_sts.py,
 senteval_eval.py, cluster_eval.py, retrieval_eval.py and the API), a pair scorer (`resolve_cross_model`)
 or the Keras encoder to export (`resolve_encoder`). A trained run and an untrained baseline are
-scored by the same code; which kind of source a value names is decided in `common.models.sources`.
+scored by the same code; which kind of source a value names is decided in `common.models.sources`,
+which format an export is in by the detectors of `common.models.formats`.
 """
 
 from __future__ import annotations
@@ -21,14 +22,14 @@ from common import artifacts
 from common.artifacts import LATEST, model_path
 from common.errors import UserError
 from common.evaluation.embedding import embed_sentences, score_sentence_pairs
+from common.models import formats
 from common.models.encoder import EncoderConfig, SentenceEncoder
 from common.models.sources import build_encoder
 from common.models.sources.artifact import is_artifact_dir, trained_on as _trained_on
 from common.models.sources.exported import (cross_saved_model as _cross_saved_model,
                                             embedding_saved_model as _embedding_saved_model,
-                                            exported_length as _exported_length, is_saved_model_dir,
-                                            tflite_embedder, tflite_file as _tflite_file)
-from common.models.sources.hf_folder import is_hf_bert_dir
+                                            exported_length as _exported_length, is_saved_model_dir, refuse_length,
+                                            refuse_precision)
 from common.models.sources.names import VALID_SPECS_HELP, canonical_spec
 from common.models.precision import DEFAULT_PRECISION, check_precision, is_mixed
 
@@ -188,8 +189,7 @@ def resolve_cross_model(model: str, artifacts_dir: str = "artifacts", model_loca
 
 
 
-def _encoder_embedder(name: str, source: str, config: EncoderConfig, trained_on: Tuple[str, ...] = ()) -> Embedder:
-    encoder = build_encoder(config)
+def _encoder_embedder(name: str, source: str, encoder: SentenceEncoder, trained_on: Tuple[str, ...] = ()) -> Embedder:
     fn = encoder.embedding_function()
 
     def prompted_fn(prompt: str):
@@ -216,7 +216,7 @@ def _run_embedder(name: str, path: str, max_seq_len: Optional[int], precision: s
             return Embedder(name, embedding, fn, trained_on)
     config = EncoderConfig(spec=path, max_seq_len=max_seq_len, precision=precision)
     try:
-        return _encoder_embedder(name, path, config, trained_on)
+        return _encoder_embedder(name, path, build_encoder(config), trained_on)
     except (OSError, ValueError) as e:  # e.g. the model the run started from is gone (a path, an uninstalled package)
         if fn is None or max_seq_len is not None:
             raise
@@ -226,16 +226,6 @@ def _run_embedder(name: str, path: str, max_seq_len: Optional[int], precision: s
         logging.warning("%s: cannot rebuild its encoder at the model's own length (%s); scoring its embedding "
                         "SavedModel, which truncates at the %s tokens the run trained at.", path, e, trained_at)
         return Embedder(name, embedding, fn, trained_on)
-
-
-def _refuse_length(path: str, max_seq_len: Optional[int], exported: Optional[int]) -> None:
-    """Raises when a length other than an exported model's own is asked of it (it cannot be rebuilt)."""
-    if max_seq_len is None or max_seq_len == exported:
-        return
-    has = f"truncates at {exported} tokens" if exported else "does not record the length it truncates at"
-    raise UserError(f"--max_seq_len={max_seq_len}: {path} is an exported model, which {has} and cannot be "
-                     "rebuilt at another; pass the run it came from (its run ID or artifact directory), or export "
-                     f"it again with export.py --max_seq_len={max_seq_len}.")
 
 
 def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: str = "local",
@@ -283,35 +273,41 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
         name = path_name(path)
     if path is not None and is_artifact_dir(path):
         return _run_embedder(name, path, max_seq_len, precision)
-    if path is not None and is_mixed(precision):
-        if _tflite_file(path) is not None or (is_saved_model_dir(path) and _embedding_saved_model(path)[0] is not None):
-            raise UserError(f"--precision={precision}: {path} is an exported model, which computes as it was "
-                             "exported (float32); use --precision=fp32, or pass the run it came from (its run ID or "
-                             "artifact directory), whose encoder is rebuilt from its weights.")
     if path is not None:
-        tflite = _tflite_file(path)
-        if tflite is not None:
-            _refuse_length(tflite, max_seq_len, None)
-            return Embedder(name, tflite, tflite_embedder(tflite), _trained_on(path))
-        candidates = [artifacts.join(path, EMBEDDING_SUBDIR), path]
-        for candidate in candidates:
-            if is_saved_model_dir(candidate):
-                fn, loaded = _embedding_saved_model(candidate)
-                if fn is not None:
-                    _refuse_length(candidate, max_seq_len, _exported_length(loaded))
-                    return Embedder(name, candidate, fn, _trained_on(path))
-        _refuse_cross_encoder(path)
-        if is_saved_model_dir(path) or is_hf_bert_dir(path):
-            return _encoder_embedder(name, path, EncoderConfig(spec=path, max_seq_len=max_seq_len, precision=precision))
-        raise UserError(
-            f"{path}: not a model directory; expected an artifact (embedding/saved_model.pb), "
-            "an embedding SavedModel, a TF-Hub-format BERT SavedModel, a Hugging Face BERT or RoBERTa directory "
-            "or a TFLite export (model.tflite)."
-        )
+        return _path_embedder(name, path, max_seq_len, precision)
     try:
-        return _encoder_embedder(name, model, EncoderConfig(spec=model, max_seq_len=max_seq_len, precision=precision))
+        return _encoder_embedder(name, model, build_encoder(EncoderConfig(spec=model, max_seq_len=max_seq_len,
+                                                                          precision=precision)))
     except ValueError as e:
         _raise_unknown_model(model, e)
+
+
+def _path_embedder(name: str, path: str, max_seq_len: Optional[int], precision: str) -> Embedder:
+    """A path that is not a run's directory: an export of one of `formats.FORMATS` (found by their
+    detectors), else an embedding SavedModel or a TF-Hub-format BERT."""
+    found = formats.find(path)
+    if found is not None:
+        module, location = found
+        read = module.read(location, max_seq_len, precision)
+        if isinstance(read, SentenceEncoder):
+            return _encoder_embedder(name, location, read, _trained_on(path))
+        return Embedder(name, location, read, _trained_on(path))
+    for candidate in (artifacts.join(path, EMBEDDING_SUBDIR), path):
+        if is_saved_model_dir(candidate):
+            fn, loaded = _embedding_saved_model(candidate)
+            if fn is not None:
+                refuse_precision(candidate, precision)
+                refuse_length(candidate, max_seq_len, _exported_length(loaded))
+                return Embedder(name, candidate, fn, _trained_on(path))
+    _refuse_cross_encoder(path)
+    if is_saved_model_dir(path):
+        return _encoder_embedder(name, path, build_encoder(EncoderConfig(spec=path, max_seq_len=max_seq_len,
+                                                                         precision=precision)))
+    raise UserError(
+        f"{path}: not a model directory; expected an artifact (embedding/saved_model.pb), "
+        "an embedding SavedModel, a TF-Hub-format BERT SavedModel, a Hugging Face BERT or RoBERTa directory "
+        "or a TFLite export (model.tflite)."
+    )
 
 
 def _raise_unknown_model(model: str, error: ValueError):
@@ -331,7 +327,8 @@ def resolve_encoder(model: str, artifacts_dir: str = "artifacts", model_location
     """Turns a `--model` value into the Keras encoder itself (weights, tokenizer, pooling), for export.
 
     Takes the values `resolve_model` takes, except exported models: an embedding
-    SavedModel or a TFLite file holds a traced graph, not an encoder to rebuild.
+    SavedModel or a TFLite file holds a traced graph, not an encoder to rebuild. An
+    export whose format's reader rebuilds an encoder (`common.models.formats`) is one.
     A run's `embedding/` folder stands for its run.
 
     Raises:
@@ -346,13 +343,21 @@ def resolve_encoder(model: str, artifacts_dir: str = "artifacts", model_location
         parent = path.rstrip("/").rsplit("/", 1)[0] if "/" in path.rstrip("/") else "."
         if path.rstrip("/").endswith("/" + EMBEDDING_SUBDIR) and is_artifact_dir(parent):
             path = parent
-        if not (is_artifact_dir(path) or is_hf_bert_dir(path) or is_saved_model_dir(path)):
+        found = None if is_artifact_dir(path) else formats.find(path)
+        if found is not None:
+            module, location = found
+            read = module.read(location, max_seq_len, DEFAULT_PRECISION)
+            if isinstance(read, SentenceEncoder):
+                return read
+            raise UserError(f"{location} is an exported model: a traced graph without the encoder it came from. "
+                             "Export the run it belongs to (its run ID or artifact directory).")
+        if not (is_artifact_dir(path) or is_saved_model_dir(path)):
             raise UserError(f"{path}: no encoder to export; expected a run's directory (config.json, weights/), a "
                              "Hugging Face BERT directory (config.json, model.safetensors, vocab.txt or "
                              "tokenizer.json), a RoBERTa one (vocab.json "
                              "and merges.txt for vocab.txt) or a "
                              "TF-Hub-format BERT SavedModel.")
-        if is_saved_model_dir(path) and not is_artifact_dir(path) and _embedding_saved_model(path)[0] is not None:
+        if not is_artifact_dir(path) and _embedding_saved_model(path)[0] is not None:
             raise UserError(f"{path} is an exported embedding SavedModel: a traced graph without the encoder it "
                              "came from. Export the run it belongs to (its run ID or artifact directory).")
         spec = path

@@ -1,0 +1,50 @@
+"""Every format `export.py` writes, one module per format, and the table that lists them.
+
+| --format | what it writes | module |
+| --- | --- | --- |
+| sentence-transformers | a Hugging Face BERT folder with sentence-transformers modules | `sentence_transformers` |
+| tflite | one TFLite model, tokenizer inside | `tflite` |
+| tfhub-bert | a BERT backbone as a SavedModel with TF Hub's BERT encoder interface | `tfhub_bert` |
+
+Each module is one row of `FORMATS` and holds the format's writer, its reader and how it is
+recognised (keras-hub's table of `convert_<arch>` modules). It defines:
+
+- `DESCRIPTION`: str. What it writes (`export.py --format`'s help).
+- `QUANTIZATIONS`: tuple of str. The `--quantize` values it takes; "none" keeps float32 weights.
+- `writer(encoder, settings) -> write(folder)`: refuses (UserError) an encoder it cannot
+  write, converts it, and returns what writes its files into a folder, so that a failed
+  conversion writes nothing. `settings` is the export's `common.export.ExportConfig`.
+- `record(settings) -> dict`: what `export.json` records of it beyond the common entries.
+- `detect(path) -> str or None`: the file or folder of this format that a `--model` path names.
+- `read(location, max_seq_len, precision)`: what `--model=<location>` embeds with: a
+  `SentenceEncoder`, rebuilt at any length and precision, or an embedding function
+  (1-D strings -> [batch, dim]) that computes as it was exported and refuses the others.
+
+`common.export.export_model` writes through the table, `common.models.sources.resolve` reads
+through it; neither names a format.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Tuple
+
+from common.models.formats import sentence_transformers, tfhub_bert, tflite
+
+# --format's choices in this order; `find` tries the detectors in it too.
+FORMATS: Dict[str, Any] = {
+    "sentence-transformers": sentence_transformers,
+    "tflite": tflite,
+    "tfhub-bert": tfhub_bert,
+}
+
+
+def find(path: str) -> Optional[Tuple[Any, str]]:
+    """The first format in `FORMATS` that recognises `path`: (its module, the file or folder it reads)."""
+    for module in FORMATS.values():
+        location = module.detect(path)
+        if location is not None:
+            return module, location
+    return None
+
+
+__all__ = ["FORMATS", "find"]

@@ -1,0 +1,265 @@
+"""Write a sentence encoder as a Hugging Face BERT folder with sentence-transformers modules.
+
+The folder is what `SentenceTransformer(folder)` loads, and what this toolkit's own
+loader (`build_encoder(EncoderConfig(spec=folder))`, i.e. `--model=<folder>`) reads:
+
+    config.json                 BertModel configuration (BertConfig.to_hf_config)
+    model.safetensors           the backbone, Hugging Face key names (hf_weights.hf_state_dict)
+    vocab.txt, tokenizer.json, tokenizer_config.json, special_tokens_map.json
+                                (a RoBERTa encoder: vocab.json and merges.txt for vocab.txt,
+                                RobertaModel's config, a byte-level BPE tokenizer.json)
+    modules.json                Transformer -> Pooling (-> Dense for pooling "pooler")
+                                (-> Dense for each of the encoder's Dense layers)
+                                (-> Normalize when the encoder normalises)
+    sentence_bert_config.json   max_seq_length: the encoder's length (export.py's --max_seq_len,
+                                else the model's own maximum, never a run's training length)
+    1_Pooling/config.json       the encoder's pooling (mean or CLS; CLS for "pooler") as one boolean
+                                per mode, which every sentence-transformers version reads, and
+                                `include_prompt`
+    2_Dense/                    pooling "pooler" only: BERT's pooler (config.json: square, tanh;
+                                model.safetensors: `linear.*`, the checkpoint's `pooler.dense.*`),
+                                which sentence-transformers' Pooling cannot apply itself
+    <n>_Dense/                  each Dense layer of an encoder loaded from a folder that has them
+    <n>_Normalize/              (empty) when the encoder L2-normalises
+    config_sentence_transformers.json
+                                the encoder's `prompts` and `default_prompt_name`
+
+Every folder's `model.safetensors` holds BERT's pooler as `pooler.dense.*`, so
+`transformers`' `BertModel` gives an encoder with pooling "pooler" as its `pooler_output`.
+
+keras-hub reads the same folder (`keras_hub.models.BertBackbone.from_preset(folder)`,
+`keras_hub.models.BertTextEmbedder.from_preset(folder)`), with its own tanh GELU.
+A pretraining head (`cls.*`, a masked-LM run's) is not written: the folder is a
+sentence encoder, as sentence-transformers' own `BertModel` folders are.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Dict, List, Optional
+
+import tensorflow as tf
+
+from common import artifacts
+from common.errors import UserError
+from common.models import hf_weights
+from common.models import st_folder
+from common.models.bert import BertBackbone
+from common.models.bpe_tokenization import ROBERTA_SPECIAL_TOKENS, ByteLevelBpeTokenizer
+from common.models.encoder import EncoderConfig, SentenceEncoder
+from common.models.sources import build_encoder
+from common.models.sources.hf_folder import is_hf_bert_dir
+from common.models.tokenization import SPECIAL_TOKENS
+
+DESCRIPTION = "a Hugging Face BERT folder with sentence-transformers modules"
+# Weights are written as they are (float32).
+QUANTIZATIONS = ("none",)
+
+# sentence-transformers' own name of `torch.nn.Tanh`, which its Dense module imports by it.
+TANH = st_folder.TANH
+_MODULE_PREFIX = "sentence_transformers.models."
+
+
+def _write_json(path: str, value: Any) -> None:
+    with tf.io.gfile.GFile(path, "w") as f:
+        json.dump(value, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+
+
+def tokenizer_json(vocabulary: List[str], lowercase: bool) -> Dict[str, Any]:
+    """The `tokenizers` library's file for a BERT WordPiece tokenizer over `vocabulary`.
+
+    Its BertNormalizer, BertPreTokenizer and WordPiece model are the rules the in-graph
+    tokenizer reproduces (`common/models/tokenization.py`), so Hugging Face's fast
+    tokenizer gives the same ids (tested). No truncation or padding is set:
+    sentence-transformers truncates at `sentence_bert_config.json`'s `max_seq_length`.
+    """
+    index = {token: i for i, token in enumerate(vocabulary)}
+    special = [{"id": index[t], "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+                "normalized": False, "special": True} for t in SPECIAL_TOKENS]
+
+    def token(name: str, type_id: int = 0):
+        return {"SpecialToken": {"id": name, "type_id": type_id}}
+
+    def sequence(name: str, type_id: int):
+        return {"Sequence": {"id": name, "type_id": type_id}}
+
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": sorted(special, key=lambda t: t["id"]),
+        "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
+                       "strip_accents": None, "lowercase": lowercase},
+        "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "post_processor": {
+            "type": "TemplateProcessing",
+            "single": [token("[CLS]"), sequence("A", 0), token("[SEP]")],
+            "pair": [token("[CLS]"), sequence("A", 0), token("[SEP]"), sequence("B", 1), token("[SEP]", 1)],
+            "special_tokens": {t: {"id": t, "ids": [index[t]], "tokens": [t]} for t in ("[CLS]", "[SEP]")},
+        },
+        "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
+        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                  "max_input_chars_per_word": 100, "vocab": index},
+    }
+
+
+def bpe_tokenizer_json(tokenizer: ByteLevelBpeTokenizer) -> Dict[str, Any]:
+    """The `tokenizers` library's file for RoBERTa's byte-level BPE tokenizer: ByteLevel
+    pre-tokenizer without a prefix space, BPE over `vocab.json`/`merges.txt`, and
+    RobertaProcessing's `<s> a </s>` / `<s> a </s></s> b </s>` framing, the rules
+    `common/models/bpe_tokenization.py` reproduces (tested equal)."""
+    index = {token: i for i, token in enumerate(tokenizer.vocabulary)}
+    special = [{"id": index[t], "content": t, "single_word": False, "lstrip": t == "<mask>", "rstrip": False,
+                "normalized": False, "special": True} for t in ROBERTA_SPECIAL_TOKENS.values()]
+    byte_level = {"add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": sorted(special, key=lambda t: t["id"]),
+        "normalizer": None,
+        "pre_tokenizer": {"type": "ByteLevel", **byte_level},
+        "post_processor": {"type": "RobertaProcessing", "sep": ["</s>", tokenizer.sep_id],
+                           "cls": ["<s>", tokenizer.cls_id], "trim_offsets": True, "add_prefix_space": False},
+        "decoder": {"type": "ByteLevel", **byte_level},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "vocab": index,
+                  "merges": list(tokenizer.merges)},
+    }
+
+
+def _write_tokenizer_files(tokenizer, path: str, max_seq_len: int) -> None:
+    """The tokenizer's files: WordPiece's vocab.txt, or byte-level BPE's vocab.json and merges.txt;
+    tokenizer.json, tokenizer_config.json and special_tokens_map.json for either."""
+    if isinstance(tokenizer, ByteLevelBpeTokenizer):
+        _write_json(artifacts.join(path, "vocab.json"), {t: i for i, t in enumerate(tokenizer.vocabulary)})
+        with tf.io.gfile.GFile(artifacts.join(path, "merges.txt"), "w") as f:
+            f.write("#version: 0.2\n" + "".join(m + "\n" for m in tokenizer.merges))
+        _write_json(artifacts.join(path, "tokenizer.json"), bpe_tokenizer_json(tokenizer))
+        r = ROBERTA_SPECIAL_TOKENS
+        names = {"bos_token": r["cls"], "eos_token": r["sep"], "unk_token": r["unk"], "sep_token": r["sep"],
+                 "pad_token": r["pad"], "cls_token": r["cls"], "mask_token": r["mask"]}
+        _write_json(artifacts.join(path, "special_tokens_map.json"), names)
+        _write_json(artifacts.join(path, "tokenizer_config.json"), {
+            "tokenizer_class": "RobertaTokenizer", "add_prefix_space": False, "trim_offsets": True,
+            "errors": "replace", "clean_up_tokenization_spaces": False, "model_max_length": max_seq_len, **names})
+        return
+    with tf.io.gfile.GFile(artifacts.join(path, "vocab.txt"), "w") as f:
+        f.write("".join(token + "\n" for token in tokenizer.vocabulary))
+    lowercase = tokenizer.config.lowercase
+    _write_json(artifacts.join(path, "tokenizer.json"), tokenizer_json(tokenizer.vocabulary, lowercase))
+    names = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
+             "mask_token": "[MASK]"}
+    _write_json(artifacts.join(path, "special_tokens_map.json"), names)
+    _write_json(artifacts.join(path, "tokenizer_config.json"), {
+        "tokenizer_class": "BertTokenizer", "do_lower_case": lowercase, "tokenize_chinese_chars": True,
+        "strip_accents": None, "clean_up_tokenization_spaces": True, "model_max_length": max_seq_len,
+        **names})
+
+
+def _modules(dense: int, normalize: bool) -> List[Dict[str, Any]]:
+    """modules.json: Transformer, Pooling, then `dense` Dense modules and Normalize where asked, each in
+    `<idx>_<Name>/`."""
+    kinds = ["Transformer", "Pooling"] + ["Dense"] * dense + ["Normalize"] * normalize
+    return [{"idx": i, "name": str(i), "path": "" if i == 0 else f"{i}_{kind}", "type": _MODULE_PREFIX + kind}
+            for i, kind in enumerate(kinds)]
+
+
+def write_sentence_transformers(encoder: SentenceEncoder, path: str) -> None:
+    """Writes `encoder` into the existing, empty directory `path` (local or `gs://`).
+
+    Args:
+        encoder: SentenceEncoder with a Keras BERT backbone.
+        path: str. The folder to fill; callers write it atomically
+            (`common.artifacts.write_atomically`).
+
+    Raises:
+        UserError: for an encoder whose backbone is a TF Hub SavedModel (its
+            variables have no Hugging Face names to write).
+    """
+    from safetensors.numpy import save as safetensors_bytes
+
+    backbone = encoder.backbone
+    if not isinstance(backbone, BertBackbone):
+        raise UserError("Only BERT encoders built by this toolkit (minilm, Hugging Face BERT folders, fresh BERTs "
+                         "and runs trained from them) can be exported to Hugging Face's format; this one wraps a "
+                         f"TF Hub SavedModel ({getattr(backbone, 'handle', 'unknown')}), whose variables have no "
+                         "Hugging Face names.")
+    tokenizer, config = encoder.tokenizer, encoder.encoder_config
+    ids = tokenizer.special_token_ids()
+    hf_config = backbone.config.to_hf_config(pad_token_id=ids["pad"])
+    if backbone.config.model_type == "roberta":
+        hf_config.update(bos_token_id=ids["cls"], eos_token_id=ids["sep"])
+    _write_json(artifacts.join(path, "config.json"), hf_config)
+    # transformers refuses a safetensors file without a "format" entry in its metadata.
+    with tf.io.gfile.GFile(artifacts.join(path, "model.safetensors"), "wb") as f:
+        f.write(safetensors_bytes(hf_weights.hf_state_dict(backbone), metadata={"format": "pt"}))
+
+    _write_tokenizer_files(tokenizer, path, config.max_seq_len)
+
+    pooler = config.pooling == "pooler"
+    modules = _modules(pooler + len(encoder.dense_layers), config.normalize)
+    _write_json(artifacts.join(path, "modules.json"), modules)
+    folders = {m["type"].rsplit(".", 1)[1]: artifacts.join(path, m["path"]) for m in modules[1:]}
+    dense_folders = [artifacts.join(path, m["path"]) for m in modules if m["type"].endswith(".Dense")]
+    # do_lower_case here would lower-case before the tokenizer; the tokenizer does it itself.
+    _write_json(artifacts.join(path, "sentence_bert_config.json"),
+                {"max_seq_length": config.max_seq_len, "do_lower_case": False})
+    _write_json(artifacts.join(path, "config_sentence_transformers.json"),
+                {"prompts": dict(encoder.prompts), "default_prompt_name": encoder.default_prompt_name,
+                 "similarity_fn_name": "cosine"})
+    for folder in [*folders.values(), *dense_folders]:
+        tf.io.gfile.makedirs(folder)
+    _write_json(artifacts.join(folders["Pooling"], "config.json"), {
+        "word_embedding_dimension": backbone.hidden_size,
+        "pooling_mode_cls_token": config.pooling in ("cls", "pooler"),
+        "pooling_mode_mean_tokens": config.pooling == "mean",
+        "pooling_mode_max_tokens": False,
+        "pooling_mode_mean_sqrt_len_tokens": False,
+        "pooling_mode_weightedmean_tokens": False,
+        "pooling_mode_lasttoken": False,
+        "include_prompt": encoder.include_prompt,
+    })
+    if pooler:
+        hidden = backbone.hidden_size
+        _write_dense(dense_folders.pop(0), hidden, hidden, True, TANH,
+                     hf_weights.pooler_weight_map(backbone, "linear."))
+    for folder, layer in zip(dense_folders, encoder.dense_layers):
+        activation = st_folder.KERAS_TO_ST_ACTIVATION[layer.get_config()["activation"]]
+        _write_dense(folder, int(layer.kernel.shape[0]), layer.units, layer.use_bias, activation,
+                     st_folder.dense_weight_map(layer))
+
+
+def _write_dense(folder: str, in_features: int, out_features: int, bias: bool, activation: str,
+                 entries: List[hf_weights.HFTensor]) -> None:
+    """A sentence-transformers Dense module: config.json and model.safetensors (`linear.*`)."""
+    from safetensors.numpy import save as safetensors_bytes
+
+    _write_json(artifacts.join(folder, "config.json"), {"in_features": in_features, "out_features": out_features,
+                                                        "bias": bias, "activation_function": activation})
+    with tf.io.gfile.GFile(artifacts.join(folder, st_folder.WEIGHTS_FILE), "wb") as f:
+        f.write(safetensors_bytes({entry.name: entry.to_hf() for entry in entries}, metadata={"format": "pt"}))
+
+
+# === The format's row (`common.models.formats`) ===
+
+def writer(encoder: SentenceEncoder, settings: Any) -> Callable[[str], None]:
+    """What writes `encoder` into a folder (`write_sentence_transformers`); `settings` sets nothing here."""
+    return lambda folder: write_sentence_transformers(encoder, folder)
+
+
+def record(settings: Any) -> Dict[str, Any]:
+    """Nothing beyond `export.json`'s common entries."""
+    return {}
+
+
+def detect(path: str) -> Optional[str]:
+    """`path` itself where it is a Hugging Face BERT or RoBERTa folder (sentence-transformers modules or
+    not: the reader takes both), else None."""
+    return path if is_hf_bert_dir(path) else None
+
+
+def read(location: str, max_seq_len: Optional[int], precision: str) -> SentenceEncoder:
+    """The folder's encoder, rebuilt (at any length and precision) with its weights."""
+    return build_encoder(EncoderConfig(spec=location, max_seq_len=max_seq_len, precision=precision))
