@@ -680,6 +680,8 @@ def not_run_lines(scores: Dict[str, Any]) -> List[str]:
     rows of the last probe (`_not_run`) less those scored since."""
     found = {}
     for family, entry in scores.get("_not_run", {}).items():
+        if family in PERCENT_ROWS and entry["steps"] != FLAGS.pause_steps:
+            continue  # a probe of another budget: the page's own section lists these rows
         rows = [row for row in entry["rows"] if not row_scored(scores, row)]
         if rows:
             found[family] = dict(entry, rows=rows)
