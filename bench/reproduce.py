@@ -675,12 +675,12 @@ def pause_estimate(scores: Dict[str, Any]) -> str:
         else ""
 
 
-def not_run_lines(scores: Dict[str, Any]) -> List[str]:
+def not_run_lines(scores: Dict[str, Any], pause_steps: int = None) -> List[str]:
     """The page's account of the planned rows not run yet, with the training time they would need here: the
     rows of the last probe (`_not_run`) less those scored since."""
     found = {}
     for family, entry in scores.get("_not_run", {}).items():
-        if family in PERCENT_ROWS and entry["steps"] != FLAGS.pause_steps:
+        if pause_steps is not None and family in PERCENT_ROWS and entry["steps"] != pause_steps:
             continue  # a probe of another budget: the page's own section lists these rows
         rows = [row for row in entry["rows"] if not row_scored(scores, row)]
         if rows:
@@ -1240,7 +1240,7 @@ def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, comm
                   "column is the first logged step at which the labelled pairs of a batch were classified with "
                   "accuracy >= 0.99 (the kept labels memorised), one value per seed.", "", *curves, "",
                   *ablation_lines(scores), ""]
-    lines += not_run_lines(scores)
+    lines += not_run_lines(scores, FLAGS.pause_steps)
     meta = scores.get("_meta", {})
     # The first run's start, kept in _meta: the runs' folders of an earlier machine are not on this one.
     found_first = _first_run_start(runs_root)
