@@ -35,7 +35,7 @@ import numpy as np
 from common.data.sts import DEV_TASKS, PairSet, load_stsb
 from common.errors import UserError
 from common.evaluation.embedding import embed_sentences, score_sentence_pairs
-from common.evaluation.sts import cosine_scores, pearson100, spearman100
+from common.evaluation.sts import embedding_similarities, pearson100, read_scored_pairs, spearman100
 
 
 
@@ -97,12 +97,8 @@ class PairsEvaluator(Evaluator):
         pairs = self.pairs()
         if pairs is None:
             return {}
-        unique = sorted(set(pairs.sentences1) | set(pairs.sentences2))
-        vectors = embed_sentences(embed_fn, unique, self.batch_size, self.progress, desc=self.name)
-        index = {s: i for i, s in enumerate(unique)}
-        cosines = cosine_scores(vectors[[index[s] for s in pairs.sentences1]],
-                                vectors[[index[s] for s in pairs.sentences2]])
-        return self.metrics_for(cosines, pairs.scores)
+        embed = lambda s: embed_sentences(embed_fn, s, self.batch_size, self.progress, desc=self.name)  # noqa: E731
+        return self.metrics_for(embedding_similarities(embed, pairs), pairs.scores)
 
     def pair_predictions(self, score_fn: Callable) -> np.ndarray:
         pairs = self.pairs()
@@ -224,13 +220,6 @@ class RetrievalEvaluator(Evaluator):
         return {f"{self.prefix}_{name.replace('@', '_at_')}": float(found[name]) for name in METRICS}
 
 
-def read_dev_pairs(path: str, columns: Optional[Dict[str, str]] = None) -> PairSet:
-    """The pairs of a `--dev_data` file (`common.evaluation.sts.read_scored_pairs`: sentence1, sentence2, score)."""
-    from common.evaluation.sts import read_scored_pairs
-
-    return read_scored_pairs(path, columns)
-
-
 def pair_task(pairs: PairSet) -> str:
     """ "binary" when the labels take exactly the values 0 and 1, else "scored"."""
     values = set(np.unique(pairs.scores).tolist())
@@ -276,7 +265,7 @@ def dev_evaluator(data_path: str, dev_data: str = "", dev_task: str = "auto",
     if dev_task == "retrieval":
         raise UserError(f"--dev_task=retrieval needs a BEIR folder (corpus.jsonl, queries.jsonl, qrels/dev.tsv); "
                          f"--dev_data={dev_data} is a file.")
-    pairs = read_dev_pairs(dev_data, dev_columns)
+    pairs = read_scored_pairs(dev_data, dev_columns)
     found = pair_task(pairs)
     task = found if dev_task == "auto" else dev_task
     if task == "binary":
