@@ -13,6 +13,10 @@ from common.training.config import columns_option, labels_option, option
 from pause_tf.annealing import ANNEALING_MODES
 
 TASKS = ("nli", "stsb")
+# --pooling: the masked mean, or the original code's mean over every position of inputs padded to --max_seq_len.
+POOLINGS = ("mean", "padded_mean")
+# --batch_without_labels: what a batch without a labelled pair trains on.
+BATCH_WITHOUT_LABELS = ("pu", "zero")
 STSB_OBJECTIVES = ("cosine", "head_mse")
 # Where PAUSE's defaults differ from the shared sections' (the original train_nli.py:
 # batch 1024, 4 epochs of 500 steps, peak lr 7.5e-5 with 10 % warm-up, decay to 5e-6).
@@ -53,6 +57,12 @@ class PauseOptions:
     num_classes: Optional[int] = option(None, "Number of classes; default: the number of --labels (3 for NLI).",
                                         lower_bound=2)
     hidden_units: int = option(128, "Width of the ELU layer of the classification head.", lower_bound=1)
+    pooling: str = option("mean", "mean: the mean over real tokens; padded_mean: the mean over every position of "
+                                  "inputs padded to --max_seq_len, padding included, as the original code (the "
+                                  "length is then part of the model).", choices=POOLINGS)
+    batch_without_labels: str = option("pu", "What a batch without a labelled pair trains on: pu, its PU term; "
+                                             "zero: nothing (loss 0), as the original code, where Keras averaged "
+                                             "an empty cross-entropy vector to 0.", choices=BATCH_WITHOUT_LABELS)
     stsb_objective: str = option("cosine", "--task=stsb: cosine regression to score/5, or head_mse as the "
                                            "original ft_stsb.py.", choices=STSB_OBJECTIVES)
 

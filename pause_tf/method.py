@@ -48,12 +48,13 @@ def build_model(config: TrainConfig):
     if config.options.task == "nli" and not config.options.priors:
         config = resolve(config)  # a config built without the method's resolve (library use)
     options = config.options
-    encoder = build_encoder(encoder_config(config, pooling="mean"))
+    encoder = build_encoder(encoder_config(config, pooling=options.pooling))
     head = dict(num_classes=options.classes, hidden_units=options.hidden_units, name="pause")
     if options.task == "nli":
         model = PauseModel(encoder, prior=options.priors, total_steps=config.total_steps,
                            annealing=options.annealing, anneal_power=options.anneal_power,
-                           steps_per_epoch=config.run.train_steps_per_epoch, **head)
+                           steps_per_epoch=config.run.train_steps_per_epoch,
+                           batch_without_labels=options.batch_without_labels, **head)
     else:
         model = StsbModel(encoder, objective=options.stsb_objective, **head)
     example = tf.constant(["a sentence", "another one"])

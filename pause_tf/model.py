@@ -1,6 +1,7 @@
 """The PAUSE siamese model and its STS-B fine-tuning variant.
 
-One shared encoder embeds both sentences (masked mean pooling); the head
+One shared encoder embeds both sentences (masked mean pooling, or the original
+code's mean over padded inputs: `--pooling=padded_mean`); the head
 [u, v, |u-v|, u*v] -> Dense(128, elu) -> Dense(num_classes) is the one of the
 paper's code. Both models output logits, cosine and angular similarity.
 """
@@ -18,7 +19,7 @@ from common.models.encoder import SentenceEncoder
 from common.training.distribute import replica_sum
 from common.training.method import MethodModel
 from pause_tf.annealing import pu_weight
-from pause_tf.config import STSB_OBJECTIVES
+from pause_tf.config import BATCH_WITHOUT_LABELS, STSB_OBJECTIVES
 from pause_tf.losses import pause_loss
 
 
@@ -77,6 +78,9 @@ class PauseModel(SiameseModel):
         annealing: str. "global", "per_epoch" (the original's behaviour) or "off".
         anneal_power: float. Defaults to 3.
         steps_per_epoch: int. For "per_epoch" annealing.
+        batch_without_labels: str. "pu": a batch without a labelled pair trains on its PU
+            term; "zero": its loss is 0, as the original code's (the optimizer still steps,
+            with zero gradients). Defaults to "pu".
         **kwargs: passed to SiameseModel.
     """
 
@@ -85,8 +89,12 @@ class PauseModel(SiameseModel):
     def __init__(self, encoder: SentenceEncoder, prior: Union[float, Sequence[float]] = 1.0 / 3.0,
                  total_steps: int = 1,
                  annealing: str = "global", anneal_power: float = 3.0,
-                 steps_per_epoch: Optional[int] = None, **kwargs):
+                 steps_per_epoch: Optional[int] = None, batch_without_labels: str = "pu", **kwargs):
         super().__init__(encoder, **kwargs)
+        if batch_without_labels not in BATCH_WITHOUT_LABELS:
+            raise UserError(f"Unknown batch_without_labels {batch_without_labels!r}; expected one of "
+                             f"{BATCH_WITHOUT_LABELS}.")
+        self.batch_without_labels = batch_without_labels
         self.prior = tuple(prior) if isinstance(prior, (tuple, list)) else prior
         self.total_steps = total_steps
         self.annealing = annealing
@@ -111,6 +119,11 @@ class PauseModel(SiameseModel):
         out = self(inputs, training=training)
         weight = self.current_pu_weight()
         losses = pause_loss(out["logits"], labels, tf.constant(self.prior, tf.float32), weight, replica_sum)
+        if self.batch_without_labels == "zero":
+            # The original's loss was the mean of a vector over the labelled rows: 0 for none (global batch).
+            labelled = replica_sum(tf.reduce_sum(tf.cast(tf.reshape(labels, [-1]) >= 0, tf.float32)))
+            keep = tf.cast(labelled > 0, tf.float32)
+            losses = {**losses, "loss": losses["loss"] * keep, "total": losses["total"] * keep}
         return {**out, **losses, "pu_weight": weight}
 
     def update_metrics(self, data, out):

@@ -28,7 +28,7 @@ from common.models import precision as precision_lib
 from common.models import st_folder
 from common.models.bert import BertBackbone
 from common.models.bert_config import BertConfig
-from common.models.pooling import POOLING_MODES, exclude_prefix, first_token_pool, pool
+from common.models.pooling import PADDED_MEAN, POOLING_MODES, exclude_prefix, first_token_pool, pool
 from common.models.bpe_tokenization import ByteLevelBpeTokenizer
 from common.models.tokenization import BertTokenizer, TokenizerConfig
 
@@ -44,8 +44,10 @@ class EncoderConfig:
             sentence-transformers' `max_seq_length` where the model declares one,
             else its position-embedding count.
         pooling: str or None. "mean", "cls" or "pooler" (BERT's pooler, dense +
-            tanh over [CLS]: Hugging Face's `pooler_output`; `common.models.pooling`);
-            None takes the model's pooling config where it has one, else "mean".
+            tanh over [CLS]: Hugging Face's `pooler_output`; `common.models.pooling`),
+            or "padded_mean" (the mean over every position of inputs padded to
+            `max_seq_len`, the original PAUSE code's); None takes the model's pooling
+            config where it has one, else "mean".
         normalize: bool or None. L2-normalise the output embedding; None follows
             the model's `modules.json` (a Normalize module), else False.
         pad_to_multiple_of: int. Round batch lengths up to a multiple of this.
@@ -88,6 +90,18 @@ MERGES_ASSET = "merges.txt"
 _TOKENIZER_TYPES = {"wordpiece": BertTokenizer, "byte_level_bpe": ByteLevelBpeTokenizer}
 
 
+def padded_to(tokens: Mapping[str, tf.Tensor], length: int, pad_id: int) -> Dict[str, tf.Tensor]:
+    """`tokens` (the tokenizer's dict, [batch, T] each) padded on the right to `length` positions
+    (unchanged where T is already that long): pad ids, mask 0, segment 0."""
+    extra = tf.maximum(length - tf.shape(tokens["token_ids"])[1], 0)
+    paddings = [[0, 0], [0, extra]]
+    padded = dict(tokens)
+    padded["token_ids"] = tf.pad(tokens["token_ids"], paddings, constant_values=pad_id)  # [B, length]
+    padded["padding_mask"] = tf.pad(tokens["padding_mask"], paddings)  # [B, length]
+    padded["segment_ids"] = tf.pad(tokens["segment_ids"], paddings)  # [B, length]
+    return padded
+
+
 def _check_output_mode(output_mode: str) -> str:
     if output_mode not in OUTPUT_MODES:
         raise UserError(f"output_mode must be one of {', '.join(OUTPUT_MODES)}; got {output_mode!r}.")
@@ -105,7 +119,8 @@ class SentenceEncoder(keras.Model):
         tokenizer: BertTokenizer or None. In-graph tokenizer; None only while a `.keras` file
             is loaded (`from_config`), until `load_assets` reads its vocabulary.
         backbone: keras layer mapping keras-hub BERT inputs to `sequence_output`.
-        pooling: str. "mean", "cls" or "pooler" (`common.models.pooling.pool`).
+        pooling: str. "mean", "cls", "pooler" or "padded_mean" (`common.models.pooling.pool`;
+            "padded_mean" pads every input to the tokenizer's `max_seq_len` first).
         normalize: bool. L2-normalise the `embedding` output.
         config: EncoderConfig. How it was built (stored with artifacts).
         pretrained_head_tensors: dict or None. The checkpoint's pretraining-head tensors.
@@ -265,7 +280,11 @@ class SentenceEncoder(keras.Model):
     def model_max_seq_len(self) -> int:
         """The longest input the model is meant for, whatever length it trained at: the
         `max_seq_length` it declares (MiniLM: 256), else its position embeddings (512 for
-        BERTs). What it truncates at when used without a `max_seq_len` (`with_length`)."""
+        BERTs). What it truncates at when used without a `max_seq_len` (`with_length`).
+        With "padded_mean" pooling, the length it pads to: the mean is over that many
+        positions, so the length is part of the model."""
+        if self.pooling == PADDED_MEAN and self.tokenizer is not None:
+            return self.tokenizer.config.max_seq_len
         return self.declared_max_seq_len or self.backbone.max_position_embeddings
 
     @property
@@ -341,6 +360,10 @@ class SentenceEncoder(keras.Model):
             (pooled, then L2-normalised if `normalize`). All float32 but the int32 ids and mask.
         """
         tokens = inputs if isinstance(inputs, Mapping) else self.tokenizer_or_raise(inputs)
+        if self.pooling == PADDED_MEAN:
+            # Every input padded to the maximum length, as the original PAUSE code padded them: the
+            # mean over every position then does not depend on the batch's longest sentence.
+            tokens = padded_to(tokens, self.tokenizer_or_raise.config.max_seq_len, self.tokenizer_or_raise.pad_id)
         outputs = self.backbone(tokens, training=training)
         # float32 at the encoder's boundary whatever the backbone computes in (`--precision`):
         # pooling, normalisation and every loss downstream stay float32 (a no-op in fp32).

@@ -8,14 +8,17 @@ import tensorflow as tf
 
 from common.errors import UserError
 
-POOLING_MODES = ("mean", "cls", "pooler")
+POOLING_MODES = ("mean", "cls", "pooler", "padded_mean")
+# The mode whose inputs are padded to the tokenizer's maximum length before the backbone runs
+# (`SentenceEncoder.call`), so that the positions it averages do not depend on the batch.
+PADDED_MEAN = "padded_mean"
 
 
 def masked_mean_pool(sequence_output: tf.Tensor, padding_mask: tf.Tensor) -> tf.Tensor:
     """Mean of the token vectors of real tokens only ([CLS] and [SEP] included).
 
     This is sentence-transformers' mean pooling; the original PAUSE code averaged
-    the padding positions too, which makes an embedding depend on the batch.
+    the padding positions too (`padded_mean_pool`).
 
     Args:
         sequence_output: tf.Tensor. [batch, length, hidden] token vectors.
@@ -29,6 +32,23 @@ def masked_mean_pool(sequence_output: tf.Tensor, padding_mask: tf.Tensor) -> tf.
     total = tf.reduce_sum(sequence_output * mask, axis=1)  # [B, H]
     count = tf.maximum(tf.reduce_sum(mask, axis=1), 1e-9)  # [B, 1], never 0
     return total / count
+
+
+def padded_mean_pool(sequence_output: tf.Tensor) -> tf.Tensor:
+    """Mean of the vectors at every position, padding included: the original PAUSE code's pooling
+    (`tf.reduce_mean(sequence_output, axis=1)` over inputs padded to its `max_seq_len`).
+
+    An embedding depends on how far its sentence was padded; the encoder pads every input to its
+    maximum length first (`SentenceEncoder.call`), as the original did, so that it does not depend
+    on the batch.
+
+    Args:
+        sequence_output: tf.Tensor. [batch, length, hidden] token vectors.
+
+    Returns:
+        [batch, hidden] float tensor.
+    """
+    return tf.reduce_mean(sequence_output, axis=1)
 
 
 def cls_pool(sequence_output: tf.Tensor) -> tf.Tensor:
@@ -74,9 +94,10 @@ def pool(sequence_output: tf.Tensor, padding_mask: tf.Tensor, mode: str,
          pooler_output: Optional[tf.Tensor] = None) -> tf.Tensor:
     """The sentence vector of a pooling mode.
 
-    Modes: "mean" (`masked_mean_pool`), "cls" (`cls_pool`) and "pooler": BERT's
+    Modes: "mean" (`masked_mean_pool`), "cls" (`cls_pool`), "pooler": BERT's
     pooler, tanh(dense([CLS])), which the backbone computes (its `pooled_output`,
-    Hugging Face's `pooler_output`; where SimCSE keeps its MLP: docs/methods/simcse.md).
+    Hugging Face's `pooler_output`; where SimCSE keeps its MLP: docs/methods/simcse.md),
+    and "padded_mean" (`padded_mean_pool`, the original PAUSE code's).
 
     Args:
         sequence_output: tf.Tensor. [batch, length, hidden] token vectors.
@@ -92,6 +113,8 @@ def pool(sequence_output: tf.Tensor, padding_mask: tf.Tensor, mode: str,
         return masked_mean_pool(sequence_output, padding_mask)
     if mode == "cls":
         return cls_pool(sequence_output)
+    if mode == PADDED_MEAN:
+        return padded_mean_pool(sequence_output)
     if mode == "pooler":
         if pooler_output is None:
             raise UserError("Pooling mode 'pooler' needs the backbone's pooler output; got none.")

@@ -25,6 +25,9 @@ from common.models.sources.names import canonical_spec
 from common.models.precision import DEFAULT_PRECISION, PRECISION_HELP, check_precision
 from common.training.distribute import STRATEGIES
 
+# OptimizerSection.lr_decay_from: where the learning-rate decay starts.
+LR_DECAY_FROM = ("warmup_end", "start")
+
 
 def columns_option():
     """`--columns`, for every method that reads tables (defined once, used by each such method)."""
@@ -155,6 +158,10 @@ class OptimizerSection:
                                  lower_bound=0.0)
     clip_norm: float = option(0.0, "Clip the global-batch gradient to this global norm (0: no clip).",
                               lower_bound=0.0)
+    lr_decay_from: str = option("warmup_end", "Where the decay to --end_lr starts: warmup_end (continuous), or "
+                                              "start: computed over every step from step 0, so the rate drops at "
+                                              "the end of warm-up, as the original PAUSE code and BERT's "
+                                              "optimization.py.", choices=LR_DECAY_FROM)
 
     def warmup_steps(self, total_steps: int) -> int:
         return int(self.warmup_fraction * total_steps)

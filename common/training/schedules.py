@@ -11,9 +11,12 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
     """Linear warm-up from 0 to `peak_lr`, then polynomial decay to `end_lr`.
 
     The decay runs over the steps *after* warm-up, so the rate is continuous at
-    the end of warm-up (the original PAUSE code's jumped: docs/methods/pause.md).
-    With `cut_fraction`-style warm-up and power 1 this is also the slanted
-    triangular schedule of Howard & Ruder (2018) used by DeCLUTR.
+    the end of warm-up. With `cut_fraction`-style warm-up and power 1 this is also
+    the slanted triangular schedule of Howard & Ruder (2018) used by DeCLUTR.
+    `decay_from_start=True` computes the decay over every step from step 0 instead,
+    as the original PAUSE code's `WarmUp` over `PolynomialDecay(decay_steps=total)`
+    (and BERT's optimization.py) did: the rate then drops at the end of warm-up, from
+    `peak_lr` to the decay's value there.
 
     Args:
         peak_lr: float. Rate at the end of warm-up.
@@ -21,9 +24,12 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
         warmup_steps: int. Steps of linear warm-up.
         end_lr: float. Rate at `total_steps` and after. Defaults to 0.
         power: float. Power of the decay polynomial. Defaults to 1 (linear).
+        decay_from_start: bool. Decay over all `total_steps` from step 0 (see above).
+            Defaults to False.
     """
 
-    def __init__(self, peak_lr: float, total_steps: int, warmup_steps: int, end_lr: float = 0.0, power: float = 1.0):
+    def __init__(self, peak_lr: float, total_steps: int, warmup_steps: int, end_lr: float = 0.0, power: float = 1.0,
+                 decay_from_start: bool = False):
         if total_steps < 1 or not 0 <= warmup_steps <= total_steps:
             raise ValueError(f"Need 0 <= warmup_steps <= total_steps and total_steps >= 1, "
                              f"got warmup_steps={warmup_steps}, total_steps={total_steps}.")
@@ -32,18 +38,20 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
         self.warmup_steps = int(warmup_steps)
         self.end_lr = float(end_lr)
         self.power = float(power)
+        self.decay_from_start = bool(decay_from_start)
 
     def __call__(self, step):
         step = tf.cast(step, tf.float32)
         warm = self.peak_lr * step / max(self.warmup_steps, 1)
-        decay_steps = max(self.total_steps - self.warmup_steps, 1)
-        progress = tf.clip_by_value((step - self.warmup_steps) / decay_steps, 0.0, 1.0)
+        decay_start = 0 if self.decay_from_start else self.warmup_steps
+        decay_steps = max(self.total_steps - decay_start, 1)
+        progress = tf.clip_by_value((step - decay_start) / decay_steps, 0.0, 1.0)
         decayed = (self.peak_lr - self.end_lr) * (1.0 - progress) ** self.power + self.end_lr
         return tf.where(step < self.warmup_steps, warm, decayed)
 
     def get_config(self):
         return {"peak_lr": self.peak_lr, "total_steps": self.total_steps, "warmup_steps": self.warmup_steps,
-                "end_lr": self.end_lr, "power": self.power}
+                "end_lr": self.end_lr, "power": self.power, "decay_from_start": self.decay_from_start}
 
 
 # Parameters never decayed by AdamW (as BERT, AllenNLP and Hugging Face do).
@@ -53,7 +61,8 @@ NO_WEIGHT_DECAY = ("bias", "gamma", "beta")
 def make_optimizer(config, total_steps: int) -> keras.optimizers.Optimizer:
     """The optimizer of every method, from its `OptimizerSection`.
 
-    Adam with `WarmupPolynomialDecay(train_lr, total_steps, warm-up, end_lr)`;
+    Adam with `WarmupPolynomialDecay(train_lr, total_steps, warm-up, end_lr)` (decaying
+    from step 0 with `lr_decay_from="start"`);
     with `weight_decay` > 0 it is AdamW, biases and LayerNorm parameters
     excluded. (The gradient clip is applied by `MethodModel` to the global
     gradient, not by the optimizer, which would clip per replica.)
@@ -62,7 +71,8 @@ def make_optimizer(config, total_steps: int) -> keras.optimizers.Optimizer:
         config: OptimizerSection.
         total_steps: int. Steps of the run.
     """
-    schedule = WarmupPolynomialDecay(config.train_lr, total_steps, config.warmup_steps(total_steps), config.end_lr)
+    schedule = WarmupPolynomialDecay(config.train_lr, total_steps, config.warmup_steps(total_steps), config.end_lr,
+                                     decay_from_start=config.lr_decay_from == "start")
     if not config.weight_decay:
         return keras.optimizers.Adam(learning_rate=schedule)
     optimizer = keras.optimizers.AdamW(learning_rate=schedule, weight_decay=config.weight_decay)

@@ -35,3 +35,17 @@ def test_learning_rate_warms_up_then_decays_without_a_jump():
     # No step larger than one warm-up increment (float32 rounding aside).
     assert np.abs(np.diff(lrs)).max() <= 7.5e-5 / 100 * (1 + 1e-5)
     assert float(schedule(5000)) == pytest.approx(5e-6)
+
+
+def test_decay_from_start_is_the_original_warmup_over_polynomial_decay():
+    # The original PAUSE code: WarmUp(peak * step / warm-up) until the warm-up ends, then
+    # PolynomialDecay(peak, decay_steps=total, end, power 1) of the step counted from 0.
+    peak, end, total, warm = 7.5e-5, 5e-6, 1000, 100
+    schedule = WarmupPolynomialDecay(peak, total, warm, end, decay_from_start=True)
+    steps = np.arange(0, 1201)
+    original = np.where(steps < warm, peak * steps / warm, (peak - end) * (1 - np.minimum(steps, total) / total) + end)
+    lrs = np.array([float(schedule(s)) for s in steps])
+    np.testing.assert_allclose(lrs, original, rtol=1e-5, atol=1e-12)
+    # The jump at the end of warm-up: from 99 % of the peak to the decay's value at step 100.
+    assert lrs[99] == pytest.approx(0.99 * peak) and lrs[100] == pytest.approx(peak - 0.1 * (peak - end))
+    assert WarmupPolynomialDecay.from_config(schedule.get_config()).decay_from_start

@@ -143,3 +143,41 @@ def test_a_paraphrase_tsv_with_a_byte_order_mark_trains_and_its_mistakes_are_ref
     line = "data: 10 labelled (4/6 0/1), 30 unlabelled (30 of them labelled pairs whose label was hidden"
     assert run["data"]["summary"].startswith(line)
     assert [x for x in capsys.readouterr().out.splitlines() if x.startswith("data:")] == [run["data"]["summary"]]
+
+
+def test_the_original_codes_behaviour_trains_and_its_model_keeps_its_padded_length(data_root, tmp_path):
+    """The documented set of flags that trains as the original code does (docs/methods/pause.md)."""
+    from common.models.encoder import EncoderConfig
+    from common.models.sources import build_encoder
+
+    original = dict(pooling="padded_mean", lr_decay_from="start", annealing="per_epoch", batch_without_labels="zero",
+                    warmup_fraction=0.25)
+    result = train(_config(data_root, tmp_path, **original))
+    config = result["config"]
+    assert (config.options.pooling, config.optimizer.lr_decay_from) == ("padded_mean", "start")
+    # The published model pools as it trained: the mean over 16 positions, whatever the batch.
+    encoder = build_encoder(EncoderConfig(spec=result["model_dir"]))
+    assert encoder.pooling == "padded_mean" and encoder.model_max_seq_len == 16
+    out = encoder(tf.constant(["a man plays ."]))
+    assert out["sequence_output"].shape[1] == 16
+    # The learning rate dropped at the end of warm-up (step 2 of 8), as the original's did.
+    from common.training.schedules import make_optimizer
+
+    schedule = make_optimizer(config.optimizer, config.total_steps)._learning_rate
+    rates = [float(schedule(s)) for s in range(4)]
+    peak, end = config.optimizer.train_lr, config.optimizer.end_lr
+    assert rates[1] == pytest.approx(peak / 2) and rates[2] == pytest.approx(peak * (1 - 2 / 8) + end * 2 / 8)
+
+
+def test_a_batch_without_a_labelled_pair_trains_on_nothing_only_when_asked(data_root, tmp_path):
+    model_pu = registry.get("pause").build_model(_config(data_root, tmp_path))
+    model_zero = registry.get("pause").build_model(_config(data_root, tmp_path, batch_without_labels="zero"))
+    pairs = tf.constant(["a man plays .", "a dog runs ."])
+    for model in (model_pu, model_zero):
+        model.compile(optimizer="adam")
+        model.optimizer.iterations.assign(7)  # a PU weight above 0
+    batch = ({"premise": pairs, "hypothesis": pairs}, tf.constant([-1, -1]))
+    assert float(model_pu.compute_losses(batch, training=False)["loss"]) > 0
+    assert float(model_zero.compute_losses(batch, training=False)["loss"]) == 0.0
+    labelled = ({"premise": pairs, "hypothesis": pairs}, tf.constant([0, -1]))
+    assert float(model_zero.compute_losses(labelled, training=False)["loss"]) > 0

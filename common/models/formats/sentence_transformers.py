@@ -47,6 +47,7 @@ from common.models import st_folder
 from common.models.bert import BertBackbone
 from common.models.bpe_tokenization import ROBERTA_SPECIAL_TOKENS, ByteLevelBpeTokenizer
 from common.models.encoder import EncoderConfig, SentenceEncoder
+from common.models.pooling import PADDED_MEAN
 from common.models.sources import build_encoder
 from common.models.sources.hf_folder import is_hf_bert_dir
 from common.models.tokenization import SPECIAL_TOKENS
@@ -245,7 +246,16 @@ def _write_dense(folder: str, in_features: int, out_features: int, bias: bool, a
 # === The format's row (`common.models.formats`) ===
 
 def writer(encoder: SentenceEncoder, settings: Any) -> Callable[[str], None]:
-    """What writes `encoder` into a folder (`write_sentence_transformers`); `settings` sets nothing here."""
+    """What writes `encoder` into a folder (`write_sentence_transformers`); `settings` sets nothing here.
+
+    Raises:
+        UserError: for "padded_mean" pooling, which sentence-transformers' Pooling cannot express.
+    """
+    if encoder.pooling == PADDED_MEAN:
+        raise UserError(f"{settings.model}: its pooling averages the padding positions too (padded_mean, the "
+                         "original PAUSE code's), which sentence-transformers' Pooling module cannot express; "
+                         "export it with --format=tflite or --format=tfhub-bert (the backbone alone), or train "
+                         "with the default mean pooling.")
     return lambda folder: write_sentence_transformers(encoder, folder)
 
 

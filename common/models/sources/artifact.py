@@ -12,6 +12,7 @@ from absl import logging
 
 from common.artifacts import join
 from common.models.encoder import USAGE_FIELDS, EncoderConfig, SentenceEncoder
+from common.models.pooling import PADDED_MEAN
 
 WEIGHTS_SUBDIR = "weights"
 
@@ -41,7 +42,8 @@ def load(path: str, config: EncoderConfig) -> SentenceEncoder:
     normalisation unless `config` sets them). How the encoder is used (USAGE_FIELDS) is
     `config`'s alone: the length the run trained at, its `--dropout` and its precision
     are recorded in its config.json, not inherited, so None takes the model's own
-    (`model_max_seq_len`, `model_dropout`: those of the model the run started from).
+    (`model_max_seq_len`, `model_dropout`: those of the model the run started from), except
+    that a run that pooled by "padded_mean" keeps its length, the positions its mean is over.
     A Trans-Encoder run's bi-encoder is the encoder it holds beside the cross-encoder.
     """
     from common.models.sources import build_encoder  # the run's start is any source
@@ -49,6 +51,9 @@ def load(path: str, config: EncoderConfig) -> SentenceEncoder:
     saved = EncoderConfig(**_read_json(join(path, "config.json"))["encoder"])
     usage = {k: getattr(config, k) for k in USAGE_FIELDS}
     model = {k: v for k, v in (("pooling", config.pooling), ("normalize", config.normalize)) if v is not None}
+    if model.get("pooling", saved.pooling) == PADDED_MEAN and usage["max_seq_len"] is None:
+        # The mean is over every position of inputs padded to the trained length: it is the model's.
+        usage["max_seq_len"] = saved.max_seq_len
     encoder = build_encoder(dataclasses.replace(saved, **usage, **model))
     prefix = tf.train.latest_checkpoint(join(path, WEIGHTS_SUBDIR))
     if prefix is None:
