@@ -461,9 +461,11 @@ def _pause_lines(pause: Optional[Dict[str, Any]]) -> List[str]:
     if pause.get("commit"):
         lines.append(f"- Official code at commit {pause['commit']}.")
     if pause.get("embed_model_error"):
-        lines.append(f"- The official `EmbedModel` cannot be built here: `{pause['embed_model_error']}` (it loads "
-                     "its BERT from tfhub.dev by URL, and this machine has no network). The check therefore "
-                     "feeds both heads the same fixed sentence embeddings (the toolkit's random_tiny encoder's).")
+        lines.append(f"- The official `EmbedModel` on its tfhub.dev URL cannot be built here: "
+                     f"`{pause['embed_model_error']}` (no network; the end-to-end rows build it on the start "
+                     "exported with `export.py --format=tfhub-bert`). This check feeds both heads the same fixed "
+                     "sentence embeddings (the toolkit's random_tiny encoder's), so that it compares the loss and "
+                     "the head alone, without dropout.")
     if pause.get("error"):
         lines.append(f"- The check could not run: `{pause['error']}`")
     for case in pause.get("cases", []):
