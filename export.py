@@ -1,9 +1,10 @@
-"""Exports a model for other ecosystems: a sentence-transformers folder, a TFLite model or a
-TF-Hub-format BERT.
+"""Exports a model for other ecosystems: a sentence-transformers folder, a TFLite model, the
+embedding SavedModel a run publishes or a TF-Hub-format BERT.
 
     python export.py --model=20261122-101500 --format=sentence-transformers --out=exports/run-st
     python export.py --model=minilm --format=tflite --out=exports/minilm-tflite
     python export.py --model=minilm --format=tflite --quantize=int8 --out=exports/minilm-int8
+    python export.py --model=minilm --format=savedmodel --out=exports/minilm-savedmodel
     python export.py --model=20261122-101500 --format=tfhub-bert --out=exports/run-tfhub
 
 --model takes what test_sts.py takes, when a Keras BERT encoder is behind it: a run ID, a
@@ -11,8 +12,9 @@ run's directory, a Hugging Face BERT folder or an encoder spec (minilm, a fresh 
 sentence-transformers folder loads with SentenceTransformer(folder), keras-hub's
 BertBackbone/BertTextEmbedder.from_preset(folder) and --model=<folder> here; the
 TFLite model (tokenizer inside) with --model=<out> here or a TFLite interpreter with
-tensorflow-text's ops; the TF-Hub-format BERT with hub.KerasLayer(out, trainable=True) and
---model=<out> here (docs/usage/export.md).
+tensorflow-text's ops; the embedding SavedModel with tf.saved_model.load(out) (TensorFlow and
+tensorflow-text only) and --model=<out> here; the TF-Hub-format BERT with
+hub.KerasLayer(out, trainable=True) and --model=<out> here (docs/usage/export.md).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     if not FLAGS.verbose:
-        # TensorFlow's SavedModel writer (tfhub-bert) logs its checkpoint shards at INFO: nothing to act on.
+        # TensorFlow's SavedModel writer (savedmodel, tfhub-bert) logs its checkpoint shards at INFO: nothing to act on.
         logging.set_verbosity(logging.WARNING)
     if FLAGS.format is None:
         raise UserError(f"--format is required: one of {', '.join(FORMATS)}.")

@@ -1,6 +1,6 @@
 """`export_model(ExportConfig)`: any `--model` in any format of `common.models.formats.FORMATS`
-(a sentence-transformers folder, a TFLite model with the tokenizer inside). `export.py` is its
-command line.
+(a sentence-transformers folder, a TFLite model or an embedding SavedModel with the tokenizer
+inside, a TF-Hub-format BERT). `export.py` is its command line.
 
 Every export is written to a temporary folder and renamed into place
 (`common.artifacts.write_atomically`), never over an existing one, with an
@@ -35,7 +35,8 @@ class ExportConfig:
     Attributes:
         model: str. Any `--model` value with a Keras BERT encoder behind it: a run ID,
             a run's directory, a Hugging Face BERT folder or an encoder spec.
-        format: str. A name in `common.models.formats.FORMATS` ("sentence-transformers", "tflite").
+        format: str. A name in `common.models.formats.FORMATS` ("sentence-transformers", "tflite",
+            "savedmodel", "tfhub-bert").
         out: str. The folder to write (local or `gs://`); it must not exist.
         quantize: str. Weights: "none" (float32), or one the format takes ("int8", dynamic
             range, for TFLite). Defaults to "none".

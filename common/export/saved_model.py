@@ -1,22 +1,9 @@
 """The SavedModels a run publishes: a sentence encoder's (1-D tf.string batch -> embeddings),
 a sentence-pair model's and a cross-encoder's ((sentence1, sentence2) -> scores).
 
-The embedding SavedModel needs only `tensorflow` and `tensorflow_text` (for the tokenizer
-ops) to load: `tf.saved_model.load(path).signatures["serving_default"](sentences=...)`
-or `hub.load(path)(sentences)`. Only the raw tf.Variables are tracked, so the
-weights are stored once (Keras' ExportArchive stores MiniLM's twice: 176 MB vs 90 MB).
-
-The embedding SavedModel is also a Reusable SavedModel in TF Hub's format
-(https://www.tensorflow.org/hub/reusable_saved_models): `__call__(sentences,
-training=False)` (dropout when `training=True`), `variables`,
-`trainable_variables` and `regularization_losses` on the root, so
-`hub.KerasLayer(path, trainable=True)` fine-tunes the encoder inside a tf_keras model.
-Its graph computes in float32 whatever `--precision` the encoder was trained in (the
-variables are float32 in every precision): a portable model whose scores do not depend
-on how it was trained. It truncates at the encoder's length and records it in
-`max_seq_len` (an int32 variable, as TF Hub's BERTs record `do_lower_case`; not among
-`variables`). A run publishes its encoder at the model's own maximum, not at the length
-it trained at (`common.models.encoder.inference_encoder`).
+The embedding SavedModel is also a format of `export.py` (`--format=savedmodel`): its writer,
+its reader and what it holds are `common.models.formats.saved_model`. Every one of these needs
+only `tensorflow` and `tensorflow_text` (for the tokenizer ops) to load.
 """
 
 from __future__ import annotations
@@ -26,8 +13,9 @@ from typing import Any, Dict, Optional, Tuple
 
 import tensorflow as tf
 
-from common import artifacts, compat
-from common.models.encoder import SentenceEncoder, float32_encoder, inference_encoder
+from common import artifacts
+from common.models.encoder import SentenceEncoder, inference_encoder
+from common.models.formats.saved_model import save_embedding_model
 # The interface these SavedModels are read by (signature names, the recorded length).
 from common.models.sources.exported import CROSS_INPUTS, CROSS_OUTPUT, LENGTH_ATTRIBUTE, SERVING_INPUT, SERVING_OUTPUT
 
@@ -47,45 +35,7 @@ def export_encoder(encoder: SentenceEncoder, path: str) -> None:
     """
     if tf.io.gfile.exists(path):
         raise FileExistsError(f"Refusing to overwrite an existing SavedModel: {path}")
-    encoder = float32_encoder(encoder)
-    # tf.Module's base class: tf.Module computes `variables` and `trainable_variables` as
-    # read-only properties, which are not saved (tf.train.Checkpoint, as in TF Hub's own
-    # examples, would add a `save_counter` variable).
-    root = compat.auto_trackable()
-    # The encoder is captured by the closures below, not tracked as an attribute:
-    # tracking the Keras object would store every weight a second time. Both lists
-    # hold the same tf.Variable objects, which a SavedModel stores once.
-    root.variables = [v.value for v in encoder.variables]  # weights and dropout seed states
-    root.trainable_variables = [v.value for v in encoder.trainable_variables]
-    # The encoders have no weight regularizers (weight decay is the optimizer's).
-    root.regularization_losses = []
-    # What a caller asking for a length is compared with (`common.models.sources.resolve`).
-    setattr(root, LENGTH_ATTRIBUTE, tf.Variable(encoder.tokenizer.config.max_seq_len, trainable=False,
-                                                dtype=tf.int32, name=LENGTH_ATTRIBUTE))
-    # A byte-level BPE tokenizer looks its merges and vocabulary up in hash tables, which the
-    # SavedModel must track to restore (WordPiece keeps its vocabulary in constants).
-    root.tokenizer_tables = list(getattr(encoder.tokenizer, "lookup_tables", []))
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=SERVING_INPUT)])
-    def serve(sentences):
-        return {SERVING_OUTPUT: encoder(sentences, training=False)["embedding"]}
-
-    @tf.function
-    def call(sentences, training=False):
-        return encoder(sentences, training=training)["embedding"]
-
-    # One trace per value of the Python bool `training`, which is what hub.KerasLayer passes.
-    for training in (False, True):
-        call.get_concrete_function(tf.TensorSpec([None], tf.string), training=training)
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-    def token_counts(sentences):
-        return encoder.token_counts(sentences)
-
-    root.serve = serve
-    root.__call__ = call
-    # Not a signature: what `embed_sentences` sorts batches by (tokens before padding).
-    root.token_counts = token_counts
-    tf.saved_model.save(root, path, signatures={"serving_default": serve})
+    save_embedding_model(encoder, path)
 
 
 def package_versions() -> Dict[str, str]:

@@ -105,7 +105,10 @@ class HubBertBackbone(keras.layers.Layer):
         """The `vocab_file` asset of the SavedModel."""
         asset = getattr(self.module, "vocab_file", None)
         if asset is None:
-            raise UserError(f"{self.handle}: the SavedModel has no `vocab_file` asset; cannot build its tokenizer.")
+            raise UserError(f"{self.handle}: the SavedModel has no `vocab_file` asset, so it is no TF-Hub-format "
+                             "BERT and has no tokenizer to build; an embedding SavedModel (strings -> embeddings: a "
+                             "run's embedding/, export.py --format=savedmodel) is a traced graph, not an encoder to "
+                             "rebuild: take the model it was exported from (its export.json's \"source\").")
         return asset.asset_path.numpy().decode("utf-8")
 
     def do_lower_case(self) -> bool:

@@ -1,4 +1,5 @@
-"""export.py: Hugging Face / sentence-transformers folders and TFLite models, and what loads them back.
+"""export.py: Hugging Face / sentence-transformers folders, TFLite models, embedding SavedModels and TF-Hub-format
+BERTs, and what loads them back.
 
 The toolkit's own loader (`--model=<folder>`) must give the exported model's embeddings
 to 1e-5, for a tiny random BERT and for a trained run; keras-hub must read the same
@@ -143,7 +144,7 @@ def test_a_trained_run_exports_and_loads_back_to_1e_5(trained_run, tmp_path):
     bare = str(tmp_path / "bare")
     os.rename(embedding, bare)
     try:
-        with pytest.raises(ValueError, match="exported embedding SavedModel.*Export the run it belongs to"):
+        with pytest.raises(ValueError, match="is an exported model: a traced graph.*Export the model it came from"):
             resolve_encoder(bare)
     finally:
         os.rename(bare, embedding)
@@ -387,6 +388,127 @@ def test_the_toolkit_reads_a_tfhub_bert_export_back_as_the_model_it_came_from(tf
     with pytest.raises(ValueError, match="--format=tfhub-bert writes a BERT built by this toolkit"):
         export_model(ExportConfig(model=out, format="tfhub-bert", out=str(tmp_path / "again")))
     assert not (tmp_path / "again").exists()
+
+
+@pytest.fixture(scope="module")
+def savedmodel_export(tmp_path_factory):
+    """The tiny random BERT's embedding SavedModel, written by export.py's library call."""
+    out = str(tmp_path_factory.mktemp("savedmodel") / "tiny-savedmodel")
+    record = export_model(ExportConfig(model="random_tiny", format="savedmodel", out=out, max_seq_len=32))
+    return out, record
+
+
+def test_a_savedmodel_export_is_found_and_read_back_equal_to_its_source(savedmodel_export):
+    from common.models import formats
+
+    out, record = savedmodel_export
+    assert record["format"] == "savedmodel" and record["encoder"]["max_seq_len"] == 32
+    assert {"saved_model.pb", "variables/variables.index"} <= set(record["files"])
+    assert os.path.isfile(os.path.join(out, "export.json"))
+    assert formats.find(out) == (formats.FORMATS["savedmodel"], out)
+    want = SentenceModel("random_tiny", max_seq_len=32).encode(SENTENCES)  # the long sentence is truncated
+    reloaded = SentenceModel(out)  # --model=<folder>
+    assert reloaded.source == out
+    np.testing.assert_allclose(reloaded.encode(SENTENCES), want, atol=1e-6)
+    loaded = tf.saved_model.load(out)  # what TensorFlow reads (and a run's embedding/ is)
+    served = loaded.signatures["serving_default"](sentences=tf.constant(SENTENCES))["embeddings"]
+    np.testing.assert_allclose(served.numpy(), want, atol=1e-6)
+    assert int(loaded.max_seq_len.numpy()) == 32
+
+
+def test_a_runs_savedmodel_export_equals_the_embedding_model_it_published(trained_run, tmp_path):
+    artifacts_dir, run_id = trained_run
+    out = str(tmp_path / "run-savedmodel")
+    export_model(ExportConfig(model=run_id, format="savedmodel", out=out, artifacts_dir=artifacts_dir))
+    published = resolve_model(run_id, artifacts_dir=artifacts_dir)
+    assert published.source.endswith("embedding")
+    np.testing.assert_allclose(SentenceModel(out).encode(SENTENCES), published.embed(SENTENCES, progress=False),
+                               atol=1e-6)
+
+
+def test_detection_tells_an_embedding_savedmodel_from_a_tfhub_bert(savedmodel_export, tfhub_export, tmp_path,
+                                                                   monkeypatch):
+    """tfhub-bert's detector looks for saved_model.pb and assets/vocab.txt only, savedmodel's reads the
+    signature: with a vocab.txt asset beside it, an embedding SavedModel is still one, because its row
+    comes first (reversed, the test shows the difference)."""
+    import shutil
+
+    from common.models import formats
+
+    copy = str(tmp_path / "with-vocab")
+    shutil.copytree(savedmodel_export[0], copy)
+    with open(os.path.join(copy, "assets", "vocab.txt"), "w") as f:
+        f.write("[PAD]\n")
+    _, tfhub, _ = tfhub_export
+    assert formats.find(copy)[0] is formats.FORMATS["savedmodel"]
+    assert formats.find(tfhub)[0] is formats.FORMATS["tfhub-bert"]
+    assert formats.FORMATS["savedmodel"].detect(tfhub) is None
+    reversed_rows = dict(reversed(list(formats.FORMATS.items())))
+    monkeypatch.setattr(formats, "FORMATS", reversed_rows)
+    assert formats.find(copy)[0] is reversed_rows["tfhub-bert"]
+
+
+def test_a_savedmodel_export_refuses_what_a_traced_graph_cannot_do(savedmodel_export, tmp_path):
+    from common.errors import UserError
+
+    out, _ = savedmodel_export
+    with pytest.raises(UserError, match="is an exported model: a traced graph.*export.json records it as"):
+        export_model(ExportConfig(model=out, format="savedmodel", out=str(tmp_path / "again")))
+    assert not (tmp_path / "again").exists()
+    with pytest.raises(UserError, match=f"--precision=bf16: {out} is an exported model"):
+        SentenceModel(out, precision="bf16")
+    with pytest.raises(UserError, match=f"--max_seq_len=16: {out} is an exported model, which truncates at 32"):
+        SentenceModel(out, max_seq_len=16)
+    # Keras 3 fine-tunes the model it came from (docs/usage/keras.md), not the graph.
+    with pytest.raises(UserError, match="an embedding SavedModel .* is a traced graph, not an encoder to rebuild"):
+        SentenceEncoder.from_preset(out)
+
+
+def test_test_sts_scores_a_savedmodel_export_as_its_source(savedmodel_export, tmp_path):
+    from fixtures import PAIRS
+
+    out, _ = savedmodel_export
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"sentence1": a, "sentence2": b, "score": float(s)}) + "\n"
+                             for a, b, s in PAIRS))
+    scores = tmp_path / "scores.json"
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "test_sts.py"), f"--model={out}", f"--pairs={pairs}",
+                           "--baseline=random_tiny", "--max_seq_len=32", f"--output={scores}"], cwd=str(tmp_path),
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.load(open(scores))
+    assert result["pairs"] == len(PAIRS) and result["baseline"]["model"] == "random_tiny"
+    assert abs(result["spearman"] - result["baseline"]["spearman"]) < 1e-6
+    assert abs(result["pearson"] - result["baseline"]["pearson"]) < 1e-6
+
+
+@pytest.mark.filterwarnings("ignore:Gradients do not exist for variables")  # the pooler's, as said below
+def test_keras_tfsmlayer_trains_a_savedmodel_export_only_with_slotless_optimizers(savedmodel_export):
+    """What docs/usage/export.md says of Keras 3's TFSMLayer over the export: it names its weights
+    after TensorFlow's variables (`...:0`), and an optimizer's slot variables, named after them, are
+    refused, so Adam fails at its first step where plain SGD trains. Should Keras fix it, this fails
+    and the page changes."""
+    import keras
+
+    out, _ = savedmodel_export
+    labels = np.arange(len(SENTENCES)) % 2
+
+    def classifier(optimizer):
+        layer = keras.layers.TFSMLayer(out, call_endpoint="serving_default", trainable=True)
+        inputs = keras.Input(shape=(), dtype="string")
+        model = keras.Model(inputs, keras.layers.Dense(2)(layer(inputs)["embeddings"]))
+        model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        return model, layer
+
+    model, _ = classifier(keras.optimizers.Adam(1e-3))
+    with pytest.raises(ValueError, match=r":0_momentum' is not a valid scope name"):
+        model.fit(tf.constant(SENTENCES), labels, batch_size=len(SENTENCES), verbose=0)
+    model, layer = classifier(keras.optimizers.SGD(0.5))
+    before = [w.numpy().copy() for w in layer.trainable_weights]
+    model.fit(tf.constant(SENTENCES), labels, batch_size=len(SENTENCES), verbose=0)
+    changed = [bool(np.any(b != w.numpy())) for b, w in zip(before, layer.trainable_weights)]
+    # All but BERT's pooler (kernel and bias), which mean pooling leaves without a gradient.
+    assert len(changed) > 30 and sum(changed) == len(changed) - 2
 
 
 def _check_st(*args, cwd):

@@ -4,6 +4,7 @@
 | --- | --- | --- |
 | sentence-transformers | a Hugging Face BERT folder with sentence-transformers modules | `sentence_transformers` |
 | tflite | one TFLite model, tokenizer inside | `tflite` |
+| savedmodel | the embedding SavedModel a run publishes: strings -> embeddings, tokenizer inside | `saved_model` |
 | tfhub-bert | a BERT backbone as a SavedModel with TF Hub's BERT encoder interface | `tfhub_bert` |
 
 Each module is one row of `FORMATS` and holds the format's writer, its reader and how it is
@@ -28,12 +29,15 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional, Tuple
 
-from common.models.formats import sentence_transformers, tfhub_bert, tflite
+from common.models.formats import saved_model, sentence_transformers, tfhub_bert, tflite
 
-# --format's choices in this order; `find` tries the detectors in it too.
+# --format's choices in this order; `find` tries the detectors in it too. savedmodel's detector reads
+# the serving signature, tfhub-bert's only looks for saved_model.pb and assets/vocab.txt: the more
+# particular one goes first, so an embedding SavedModel holding a vocab.txt asset stays one.
 FORMATS: Dict[str, Any] = {
     "sentence-transformers": sentence_transformers,
     "tflite": tflite,
+    "savedmodel": saved_model,
     "tfhub-bert": tfhub_bert,
 }
 

@@ -28,8 +28,7 @@ from common.models.sources import build_encoder
 from common.models.sources.artifact import is_artifact_dir, trained_on as _trained_on
 from common.models.sources.exported import (cross_saved_model as _cross_saved_model,
                                             embedding_saved_model as _embedding_saved_model,
-                                            exported_length as _exported_length, is_saved_model_dir, refuse_length,
-                                            refuse_precision)
+                                            exported_length as _exported_length, is_saved_model_dir)
 from common.models.sources.names import VALID_SPECS_HELP, canonical_spec
 from common.models.precision import DEFAULT_PRECISION, check_precision, is_mixed
 
@@ -284,7 +283,7 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
 
 def _path_embedder(name: str, path: str, max_seq_len: Optional[int], precision: str) -> Embedder:
     """A path that is not a run's directory: an export of one of `formats.FORMATS` (found by their
-    detectors), else an embedding SavedModel or a TF-Hub-format BERT."""
+    detectors: an embedding SavedModel among them), else a TF-Hub-format BERT."""
     found = formats.find(path)
     if found is not None:
         module, location = found
@@ -292,13 +291,6 @@ def _path_embedder(name: str, path: str, max_seq_len: Optional[int], precision: 
         if isinstance(read, SentenceEncoder):
             return _encoder_embedder(name, location, read, _trained_on(path))
         return Embedder(name, location, read, _trained_on(path))
-    for candidate in (artifacts.join(path, EMBEDDING_SUBDIR), path):
-        if is_saved_model_dir(candidate):
-            fn, loaded = _embedding_saved_model(candidate)
-            if fn is not None:
-                refuse_precision(candidate, precision)
-                refuse_length(candidate, max_seq_len, _exported_length(loaded))
-                return Embedder(name, candidate, fn, _trained_on(path))
     _refuse_cross_encoder(path)
     if is_saved_model_dir(path):
         return _encoder_embedder(name, path, build_encoder(EncoderConfig(spec=path, max_seq_len=max_seq_len,
@@ -350,16 +342,14 @@ def resolve_encoder(model: str, artifacts_dir: str = "artifacts", model_location
             if isinstance(read, SentenceEncoder):
                 return read
             raise UserError(f"{location} is an exported model: a traced graph without the encoder it came from. "
-                             "Export the run it belongs to (its run ID or artifact directory).")
+                             "Export the model it came from (a run ID or directory, a folder or a spec; an export's "
+                             "export.json records it as \"source\").")
         if not (is_artifact_dir(path) or is_saved_model_dir(path)):
             raise UserError(f"{path}: no encoder to export; expected a run's directory (config.json, weights/), a "
                              "Hugging Face BERT directory (config.json, model.safetensors, vocab.txt or "
                              "tokenizer.json), a RoBERTa one (vocab.json "
                              "and merges.txt for vocab.txt) or a "
                              "TF-Hub-format BERT SavedModel.")
-        if not is_artifact_dir(path) and _embedding_saved_model(path)[0] is not None:
-            raise UserError(f"{path} is an exported embedding SavedModel: a traced graph without the encoder it "
-                             "came from. Export the run it belongs to (its run ID or artifact directory).")
         spec = path
     try:
         return build_encoder(EncoderConfig(spec=spec, max_seq_len=max_seq_len))
