@@ -632,8 +632,7 @@ class Bench:
             return cached
         from common.evaluation.embedding import embed_sentences
         from common.evaluation.sts import evaluate_sts
-        from common.models.encoder import EncoderConfig
-        from common.models.sources import build_encoder
+        from common.models.encoder import EncoderConfig, build_encoder
 
         encoder = build_encoder(EncoderConfig(spec=spec, pooling=pooling, max_seq_len=self.score_max_seq_len))
         fn = encoder.embedding_function()
@@ -661,8 +660,7 @@ class Bench:
     @functools.cached_property
     def start_max_seq_len(self) -> int:
         """The start's own maximum length: the length a toolkit run evaluates itself at (`with_length()`)."""
-        from common.models.encoder import EncoderConfig
-        from common.models.sources import build_encoder
+        from common.models.encoder import EncoderConfig, build_encoder
 
         return build_encoder(EncoderConfig(spec=self.start)).model_max_seq_len
 
@@ -679,8 +677,7 @@ class Bench:
             shutil.rmtree(os.path.join(folder, "snapshots"), ignore_errors=True)  # left by an interruption
             return cached
         from common.evaluation.evaluators import StsbDevEvaluator
-        from common.models.encoder import EncoderConfig
-        from common.models.sources import build_encoder
+        from common.models.encoder import EncoderConfig, build_encoder
 
         evaluator = StsbDevEvaluator(self.data_path, progress=False)
         points = []
@@ -775,8 +772,7 @@ def export_reference_cross(hf_folder: str, max_seq_len: int, out: str) -> str:
     if os.path.isdir(out):
         return out
     from common.models import hf_weights
-    from common.models.encoder import EncoderConfig
-    from common.models.sources import build_encoder
+    from common.models.encoder import EncoderConfig, build_encoder
     from common.export.saved_model import export_cross_encoder
     from trans_encoder_tf.model import CrossEncoderModel
 

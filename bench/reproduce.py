@@ -239,8 +239,7 @@ class Ladder:
         if "sts_avg" in entry and (not senteval or not FLAGS.senteval_tasks or "senteval_avg" in entry):
             return entry
         from common.evaluation.embedding import embed_sentences
-        from common.models.encoder import EncoderConfig
-        from common.models.sources import build_encoder
+        from common.models.encoder import EncoderConfig, build_encoder
 
         encoder = build_encoder(EncoderConfig(spec=model_dir, pooling=pooling, max_seq_len=FLAGS.score_max_seq_len,
                                               **(encoder_settings or {})))

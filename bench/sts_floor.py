@@ -135,8 +135,7 @@ def main(argv):
 
     from common.data.sts import load_all
     from common.evaluation.embedding import sort_lengths
-    from common.models.encoder import EncoderConfig
-    from common.models.sources import build_encoder
+    from common.models.encoder import EncoderConfig, build_encoder
 
     unknown = sorted(set(FLAGS.precisions) - set(_DTYPES))
     if unknown:

@@ -9,7 +9,7 @@ from absl import logging
 
 from common.data.sources import resolve_sources
 from common.data.synthetic import write_documents
-from common.models.sources import build_encoder
+from common.models.encoder import build_encoder
 from common.models.masked_lm import MaskedLMHead, mask_tokens
 from common.training import registry
 from common.training.config import TrainConfig

@@ -12,7 +12,7 @@ from common.data.fingerprint import fingerprint_rows
 from common.data.sampling import StreamSampler
 from common.data.sources import resolve_sources
 from common.data.synthetic import write_documents
-from common.models.sources import build_encoder
+from common.models.encoder import build_encoder
 from common.models.masked_lm import MaskedLMHead, mask_tokens
 from common.training import registry
 from common.training.config import TrainConfig

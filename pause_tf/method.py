@@ -18,7 +18,7 @@ from common.data.sts import load_stsb
 from common.data.synthetic import write_nli_jsonl
 from common.errors import UserError
 from common.notices import notice
-from common.models.sources import build_encoder
+from common.models.encoder import build_encoder
 from common.models.tokenization import truncated_sentences
 from common.training import registry
 from common.training.config import TrainConfig

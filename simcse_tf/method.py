@@ -13,7 +13,7 @@ from common.data.fingerprint import fingerprint_rows
 from common.data.sampling import StreamSampler, batches_dataset
 from common.data.synthetic import write_sentences
 from common.data.tables import parse_columns
-from common.models.sources import build_encoder
+from common.models.encoder import build_encoder
 from common.models.tokenization import truncated_sentences
 from common.training import registry
 from common.training.config import TrainConfig

@@ -30,8 +30,7 @@ from common.data.fingerprint import fingerprint_rows
 from common.data.sampling import StreamSampler, batches_dataset
 from common.evaluation.embedding import embed_sentences, score_sentence_pairs
 from common.evaluation.sts import cosine_scores
-from common.models.encoder import EncoderConfig, SentenceEncoder, inference_encoder
-from common.models.sources import build_encoder
+from common.models.encoder import EncoderConfig, SentenceEncoder, build_encoder, inference_encoder
 from common.export.saved_model import export_cross_encoder, export_encoder
 from common.training import registry
 from common.training.config import OptimizerSection, TrainConfig

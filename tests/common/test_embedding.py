@@ -84,8 +84,7 @@ def test_sts_b_test_embeddings_do_not_depend_on_the_sort(data_path):
     own scores, sorted by tokens, are checked against the published ones in test_sts.py)."""
     from common.data.sts import load_stsb
     from common.evaluation.sts import pairs_spearman
-    from common.models.encoder import EncoderConfig
-    from common.models.sources import build_encoder
+    from common.models.encoder import EncoderConfig, build_encoder
 
     encoder = build_encoder(EncoderConfig(spec="random_tiny", seed=1))
     pairs = load_stsb(data_path, "test")

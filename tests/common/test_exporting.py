@@ -19,10 +19,9 @@ from common import SentenceModel
 from common.models.sources.resolve import resolve_encoder, resolve_model
 from common.export import ExportConfig, export_model
 from common.models.bert import BertBackbone
-from common.models.encoder import SentenceEncoder
+from common.models.encoder import SentenceEncoder, build_encoder
 from common.models.sources.names import minilm_dir
 from common.models.encoder import EncoderConfig
-from common.models.sources import build_encoder
 from common.export.sentence_transformers_folder import tokenizer_json, write_sentence_transformers
 from common.models.tokenization import BertTokenizer, TokenizerConfig
 from common.training import registry

@@ -14,8 +14,7 @@ from absl import flags
 from common.data.sampling import StreamSampler, batches_dataset
 from common.data.synthetic import write_sentences
 from common.flags import define_train_flags, train_config_from_flags
-from common.models.encoder import EncoderConfig
-from common.models.sources import build_encoder
+from common.models.encoder import EncoderConfig, build_encoder
 from common.training import registry
 from common.training.config import option
 from common.training.method import MethodModel

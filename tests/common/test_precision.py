@@ -11,8 +11,7 @@ import pytest
 import scipy.special
 import tensorflow as tf
 
-from common.models.encoder import EncoderConfig
-from common.models.sources import build_encoder
+from common.models.encoder import EncoderConfig, build_encoder
 from common.models.masked_lm import MaskedLMHead
 from common.models.precision import check_precision, gelu_erf, gelu_float32
 from distributed_checks import ROOT, replica_check

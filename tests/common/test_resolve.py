@@ -18,8 +18,7 @@ def test_unknown_spec_lists_the_valid_forms():
 
 
 def test_a_path_that_does_not_exist_is_named_first_with_a_short_list(tmp_path):
-    from common.models.sources import build_encoder
-    from common.models.encoder import EncoderConfig
+    from common.models.encoder import EncoderConfig, build_encoder
     from common.models.sources.resolve import resolve_encoder
 
     missing = str(tmp_path / "no" / "such")
@@ -107,8 +106,7 @@ def test_a_run_is_used_at_the_models_own_length_not_the_one_it_trained_at(tmp_pa
     from common import SentenceModel
     from common.models.sources import resolve
     from common.export import ExportConfig, export_model
-    from common.models.encoder import EncoderConfig
-    from common.models.sources import build_encoder
+    from common.models.encoder import EncoderConfig, build_encoder
     from common.training import registry
     from common.training.runs import train
 

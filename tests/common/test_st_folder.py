@@ -15,8 +15,7 @@ import tensorflow as tf
 
 from common import SentenceModel
 from common.errors import UserError
-from common.models.encoder import EncoderConfig
-from common.models.sources import build_encoder
+from common.models.encoder import EncoderConfig, build_encoder
 from common.models.sources.names import minilm_dir
 from fixtures import rebuilt_from_config
 

@@ -12,8 +12,7 @@ import tensorflow as tf
 
 from common.data.synthetic import write_documents
 from common.models.sources.names import FRESH_BERTS
-from common.models.encoder import EncoderConfig
-from common.models.sources import build_encoder
+from common.models.encoder import EncoderConfig, build_encoder
 from common.training import registry
 from common.training.runs import build_and_compile, train
 from mlm_tf.data import Books, pack_windows, read_books, split_books

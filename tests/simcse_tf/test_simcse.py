@@ -2,8 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common.models.encoder import EncoderConfig
-from common.models.sources import build_encoder
+from common.models.encoder import EncoderConfig, build_encoder
 from distributed_checks import assert_replicas_agree, replica_check
 from fixtures import NLI_ROWS
 from common.data.nli import DEFAULT_NLI_TRAIN
