@@ -630,7 +630,7 @@ class Bench:
         cached = read_json(path)
         if cached is not None:
             return cached
-        from common.evaluation.embedding import embed_sentences
+        from common.loading.embedding import embed_sentences
         from common.evaluation.sts import evaluate_sts
         from common.models.encoder import EncoderConfig, build_encoder
 
@@ -647,7 +647,7 @@ class Bench:
         cached = read_json(path)
         if cached is not None:
             return cached
-        from common.models.sources.resolve import resolve_cross_model
+        from common.loading.resolve import resolve_cross_model
         from common.evaluation.sts import evaluate_sts_pairs
 
         scorer = resolve_cross_model(saved_model)

@@ -358,7 +358,7 @@ def main(argv):
     import keras
 
     from common.data.sts import load_stsb
-    from common.evaluation.embedding import embed_sentences
+    from common.loading.embedding import embed_sentences
     from common.models.sources.names import minilm_dir
 
     folder = minilm_dir()

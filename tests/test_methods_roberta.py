@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 from safetensors.numpy import load_file
 
-from common.models.sources.resolve import resolve_encoder, resolve_model
+from common.loading.resolve import resolve_encoder, resolve_model
 from common.models.encoder import EncoderConfig, build_encoder
 from common.training import registry
 from common.training.runs import train

@@ -28,7 +28,7 @@ from absl import logging
 from common import artifacts
 from common.data.fingerprint import fingerprint_rows
 from common.data.sampling import StreamSampler, batches_dataset
-from common.evaluation.embedding import embed_sentences, score_sentence_pairs
+from common.loading.embedding import embed_sentences, score_sentence_pairs
 from common.evaluation.sts import cosine_scores
 from common.models.encoder import EncoderConfig, SentenceEncoder, build_encoder, inference_encoder
 from common.export.saved_model import export_cross_encoder, export_encoder

@@ -59,7 +59,7 @@ def export_encoder(encoder: SentenceEncoder, path: str) -> None:
     root.trainable_variables = [v.value for v in encoder.trainable_variables]
     # The encoders have no weight regularizers (weight decay is the optimizer's).
     root.regularization_losses = []
-    # What a caller asking for a length is compared with (`common.models.sources.resolve`).
+    # What a caller asking for a length is compared with (`common.loading.resolve`).
     setattr(root, LENGTH_ATTRIBUTE, tf.Variable(encoder.tokenizer.config.max_seq_len, trainable=False,
                                                 dtype=tf.int32, name=LENGTH_ATTRIBUTE))
     # A byte-level BPE tokenizer looks its merges and vocabulary up in hash tables, which the

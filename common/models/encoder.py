@@ -377,7 +377,7 @@ class SentenceEncoder(keras.Model):
 
     def embedding_function(self, prompt_length: int = 0):
         """`embed_strings` traced for 1-D string batches, carrying `token_counts` (also traced),
-        which `common.evaluation.embedding.embed_sentences` sorts its batches by.
+        which `common.loading.embedding.embed_sentences` sorts its batches by.
 
         Args:
             prompt_length: int. Texts start with a prompt of this many tokens (see `call`); 0 for

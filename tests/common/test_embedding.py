@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common.evaluation.embedding import embed_sentences, sort_lengths
+from common.loading.embedding import embed_sentences, sort_lengths
 
 # Lengths in characters and in word pieces disagree on purpose: long words, numbers, accents.
 SENTENCES = [
@@ -54,7 +54,7 @@ def test_batches_hold_sentences_of_neighbouring_token_counts(tiny_encoder):
 
 
 def test_exported_and_resolved_models_carry_their_token_counter(tiny_encoder, tmp_path):
-    from common.models.sources.resolve import resolve_model
+    from common.loading.resolve import resolve_model
     from common.export.saved_model import export_encoder
 
     path = str(tmp_path / "embedding")

@@ -182,7 +182,7 @@ def test_fp16_one_replica_agrees_with_two_replicas():
 
 
 def test_a_bf16_run_records_its_precision_and_exports_a_float32_model(tmp_path):
-    from common.models.sources.resolve import resolve_model
+    from common.loading.resolve import resolve_model
     from common.training import registry
     from common.training.runs import train
 

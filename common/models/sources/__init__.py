@@ -1,4 +1,4 @@
-"""Any `--model` to a model: one module per kind of source, one table that tells them apart.
+"""Any encoder spec to its encoder: one module per kind of source, one table that tells them apart.
 
 | kind | what `--model` names | module |
 | --- | --- | --- |
@@ -11,8 +11,8 @@
 `build` builds the Keras encoder of the first four, of the class it is given
 (`common.models.build_encoder` and `SentenceEncoder.from_preset` give theirs, as keras-hub's
 `from_preset` hands its class to the preset loader), so that no source imports the encoder it
-builds. The exported kind is read by `common.loading`, which turns any `--model` (run IDs,
-"latest", exports) into what embeds.
+builds. Exported models are not rebuilt: `common.loading` reads them (`exported`, the readers of
+`common.models.formats`) and turns any `--model` (run IDs, "latest", exports, specs) into what embeds.
 
 `max_seq_len` means one thing everywhere: the tokens (special ones included) the encoder
 truncates at; None takes the model's own (`parts.max_seq_len_of`). Training passes its
