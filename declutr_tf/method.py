@@ -14,7 +14,7 @@ from common.models.masked_lm import MaskedLMHead, mask_tokens
 from common.training import registry
 from common.training.config import TrainConfig
 from common.training.grad_cache import mini_batch_chunks
-from common.training.runs import encoder_config
+from common.models.encoder_config import encoder_config
 from declutr_tf.config import DEFAULTS, DeclutrOptions
 from declutr_tf.documents import describe_lengths, read_documents, span_batches
 from declutr_tf.model import DeclutrModel

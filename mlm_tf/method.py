@@ -16,7 +16,7 @@ from common.models.encoder import build_encoder
 from common.models.masked_lm import MaskedLMHead, mask_tokens
 from common.training import registry
 from common.training.config import TrainConfig
-from common.training.runs import encoder_config
+from common.models.encoder_config import encoder_config
 from mlm_tf.config import DEFAULTS, MlmOptions
 from mlm_tf.data import pack_windows, read_books, split_books, unigram_baseline, wordpieces
 from mlm_tf.model import MlmModel

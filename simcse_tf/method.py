@@ -18,7 +18,7 @@ from common.models.tokenization import truncated_sentences
 from common.training import registry
 from common.training.config import TrainConfig
 from common.training.grad_cache import mini_batch_chunks
-from common.training.runs import encoder_config
+from common.models.encoder_config import encoder_config
 from simcse_tf.config import DEFAULTS, POOLING_PLANS, SimcseOptions, mode_defaults
 from simcse_tf.data import read_sentences, read_triples
 from simcse_tf.model import SimcseModel

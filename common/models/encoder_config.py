@@ -1,5 +1,6 @@
 """How to build a sentence encoder: which model (`spec`: any `--model` value that names an encoder)
-and how it is used. `common.models.build_encoder` builds the `SentenceEncoder` a config names.
+and how it is used. `common.models.build_encoder` builds the `SentenceEncoder` a config names;
+`encoder_config` is the one a training run's settings ask for (a method's `build_model`).
 
 It stands apart from the encoder so that the sources an encoder is built from
 (`common.models.sources`) can read it without importing the encoder they build.
@@ -8,7 +9,9 @@ It stands apart from the encoder so that the sources an encoder is built from
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
+from typing import Any, Optional
+
+from common import artifacts
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,3 +60,22 @@ class EncoderConfig:
 # EncoderConfig fields that describe a use of the encoder (training at 32 tokens without dropout,
 # scoring untruncated in bf16), not the model: what an artifact records of them is never reused.
 USAGE_FIELDS = ("max_seq_len", "pad_to_multiple_of", "dropout", "precision")
+
+
+def encoder_config(config: Any, **overrides: Any) -> EncoderConfig:
+    """The EncoderConfig of a run's encoder section, for a method's `build_model`.
+
+    `--model` may name a run ID (under the run's artifacts root) or an artifact
+    directory, so any method can start from any trained model; fresh BERTs are
+    initialised from the run's seed. The run trains at its own `--max_seq_len` and
+    `--dropout` (None: the architecture's rate), never at those of the run it starts from.
+
+    Args:
+        config: common.training.TrainConfig. Its `encoder` section, and its run's `artifacts_dir` and `seed`.
+        **overrides: EncoderConfig fields the method fixes (e.g. `pooling="mean"`).
+    """
+    enc = config.encoder
+    spec = artifacts.model_path(enc.model, config.run.artifacts_dir) or enc.model
+    settings = dict(spec=spec, max_seq_len=enc.max_seq_len, pad_to_multiple_of=enc.pad_to_multiple_of,
+                    dropout=enc.dropout, seed=config.run.seed, precision=enc.precision)
+    return EncoderConfig(**{**settings, **overrides})

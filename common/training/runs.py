@@ -36,7 +36,7 @@ from absl import logging
 from common import artifacts, compat, figures
 from common.data.sources import evaluation_sets_in
 from common.errors import UserError
-from common.models.encoder import EncoderConfig, inference_encoder
+from common.models.encoder import inference_encoder
 from common.export.saved_model import export_encoder, export_pair_model, package_versions
 from common.training import registry
 from common.training.config import BEST_METRICS, HELDOUT_PREFIX, STSB_DEV_METRIC, TrainConfig
@@ -151,25 +151,6 @@ def pretrained_weights_prefix(pretrained: str, artifacts_dir: str):
                                 "expected a model trained by train.py.")
     with tf.io.gfile.GFile(artifacts.join(path, "config.json")) as f:
         return prefix, json.load(f)
-
-
-def encoder_config(config: TrainConfig, **overrides: Any) -> EncoderConfig:
-    """The EncoderConfig of a run's encoder section, for a method's `build_model`.
-
-    `--model` may name a run ID (under the run's artifacts root) or an artifact
-    directory, so any method can start from any trained model; fresh BERTs are
-    initialised from the run's seed. The run trains at its own `--max_seq_len` and
-    `--dropout` (None: the architecture's rate), never at those of the run it starts from.
-
-    Args:
-        config: TrainConfig.
-        **overrides: EncoderConfig fields the method fixes (e.g. `pooling="mean"`).
-    """
-    enc = config.encoder
-    spec = artifacts.model_path(enc.model, config.run.artifacts_dir) or enc.model
-    settings = dict(spec=spec, max_seq_len=enc.max_seq_len, pad_to_multiple_of=enc.pad_to_multiple_of,
-                    dropout=enc.dropout, seed=config.run.seed, precision=enc.precision)
-    return EncoderConfig(**{**settings, **overrides})
 
 
 @contextlib.contextmanager
