@@ -377,7 +377,8 @@ def trans_encoder(s: TransEncoder, run: Run):
     from common.training.loop import RunPaths
     from common.training.phases import PhaseRunner
     from common.training.registry import build_config
-    from common.training.runs import RunContext, load_run_config, train
+    from common.training.run_settings import load_run_config
+    from common.training.runs import RunContext, train
     from trans_encoder_tf.data import sts_sickr_pairs
     from trans_encoder_tf.method import _Models, embed_fn_of, members, pair_fn_of
 

@@ -36,7 +36,8 @@ from common.training import registry
 from common.training.config import OptimizerSection, TrainConfig
 from common.training.loop import LoopConfig, Selection, weights_fingerprint
 from common.training.phases import PhaseRunner
-from common.training.runs import RunContext, RunOutcome, seeded, write_weights
+from common.training.publishing import write_weights
+from common.training.runs import RunContext, RunOutcome, seeded
 from common.training.schedules import make_optimizer
 from trans_encoder_tf.config import DEFAULTS, TransEncoderOptions
 from common.data.tables import parse_columns

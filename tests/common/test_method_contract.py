@@ -100,7 +100,7 @@ def test_a_flag_of_another_method_is_an_error(toy_method):
 
 def test_flags_given_with_resume_are_refused_not_ignored(tmp_path):
     from common import artifacts
-    from common.training.runs import RUN_CONFIG_FILE
+    from common.training.run_settings import RUN_CONFIG_FILE
 
     config = registry.build_config("simcse", {"model": "random_tiny"})
     ckpt = artifacts.checkpoint_dir(str(tmp_path), "20260101-000000")

@@ -177,7 +177,8 @@ def test_a_run_whose_config_names_an_old_spec_still_loads_and_resumes(tiny_encod
     from common import SentenceModel
     from common.models.sources import names as names_lib
     from common.training import registry
-    from common.training.runs import resume_changes, write_weights
+    from common.training.publishing import write_weights
+    from common.training.run_settings import resume_changes
 
     monkeypatch.setattr(names_lib, "_NOTICED", set())  # as in a new process
     old = str(tmp_path / "old-run")

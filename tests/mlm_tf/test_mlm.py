@@ -153,7 +153,7 @@ def test_the_unigram_predictor_scores_the_masked_tokens_by_training_frequencies(
 
 def test_publish_best_selects_the_lowest_heldout_loss_without_an_evaluator(tmp_path):
     from common.training.curves import read_scalars
-    from common.training.runs import write_weights
+    from common.training.publishing import write_weights
     from resume_check import saved_weights
 
     smoke = registry.get("mlm").smoke(str(tmp_path / "data"))

@@ -171,7 +171,7 @@ def test_a_trained_run_id_is_a_start_encoder(tmp_path):
     from common.models.encoder import EncoderConfig, build_encoder
     import dataclasses
 
-    from common.training.runs import write_weights
+    from common.training.publishing import write_weights
     from trans_encoder_tf.method import build_start_encoder
 
     encoder = build_encoder(EncoderConfig(spec="random_tiny", max_seq_len=16, seed=5))
