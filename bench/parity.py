@@ -33,8 +33,15 @@ Rows (`--rows`):
   cross-encoders are scored through the toolkit's cross-encoder SavedModel (`test_sts.py
   --mode=cross`), the reference one after loading its weights into the toolkit's CrossEncoderModel.
 - pause: no PyTorch trainer exists; the official TensorFlow code (`--pause_code`, a checkout of
-  EQTPartners/pause) is run under this TensorFlow with tf-keras (`bench/pause_official.py`): one
-  step's loss and head gradients against the toolkit's on a tiny fixture.
+  EQTPartners/pause) is run under this TensorFlow with tf-keras. End to end
+  (`bench/pause_official_train.py`): its own `train_nli.run()` from the start exported by
+  `export.py --format=tfhub-bert`, on GZIP TFRecords in its feature layout written from the toolkit
+  run's labelled split (`--pause_labels` percent kept), `--pause_epochs` x `--pause_steps_per_epoch`
+  steps of `--batch_size` at `--pause_max_seq_len`, against `train.py --method=pause` with the flags
+  that train as the original does (`PAUSE_ORIGINAL_FLAGS`: row `pause`) and with the toolkit's
+  defaults (row `pause_defaults`); every final embedder scored by the same STS evaluator (the
+  official one through its `EmbedModel` SavedModel). And one step's loss and head gradients against
+  the toolkit's on a tiny fixture (`bench/pause_official.py`).
 PAUSE's and DeCLUTR's loss formulas are also checked against NumPy in the test suite; the page
 lists those tests.
 
@@ -50,8 +57,10 @@ wall time of each side is measured, with the CPU other processes used meanwhile 
 above `--max_load` cores). The verdict rule (`RULE`) is stated on the page. Artifacts go to
 `--work_dir/<start>/<row>-<settings digest>/seed<k>/<side>/`: a finished side is reused, an
 interrupted toolkit run resumed, so a killed benchmark continues where it stopped. The dated page
-and results.json go to `--results_dir`. `SIDE_DIFFERENCES` (on the page) is what still differs
-between the sides by construction. Not part of the test suite.
+and results.json go to `--results_dir`; the rows of the page already there that an invocation
+does not run are carried over, each with the header of the run that measured it.
+`SIDE_DIFFERENCES` (on the page) is what still differs between the sides by construction. Not part
+of the test suite.
 """
 
 from __future__ import annotations
@@ -171,6 +180,14 @@ def define_flags() -> None:
                         "Python of the reference environment (`make reference-env`).")
     flags.DEFINE_string("pause_code", "", "pause row: a checkout of the official PAUSE code "
                         "(git clone https://github.com/EQTPartners/pause); empty: the row says it was not given.")
+    flags.DEFINE_integer("pause_epochs", 4, "pause row: epochs of both trainers (the official default, 4).",
+                         lower_bound=1)
+    flags.DEFINE_integer("pause_steps_per_epoch", 125, "pause row: steps per epoch of both trainers (official "
+                         "--train_steps_per_epoch; batches of --batch_size).", lower_bound=1)
+    flags.DEFINE_integer("pause_max_seq_len", 64, "pause row: --max_seq_len of both trainers (the official pads "
+                         "every sentence to it).", lower_bound=8)
+    flags.DEFINE_float("pause_labels", 5.0, "pause row: percent of the pairs that keep their label "
+                       "(--pos_sample_prec).")
     flags.DEFINE_integer("threads", 0, "Threads of both sides (TensorFlow intra/inter-op, torch); 0: the CPU count.",
                          lower_bound=0)
     flags.DEFINE_string("work_dir", "artifacts/parity",
@@ -277,6 +294,16 @@ def page_lines(record: Dict[str, Any]) -> List[str]:
     if start.get("sts_avg") is not None:
         lines += [f"The start itself (untrained, mean pooling): STS avg {start['sts_avg']:.2f}, STS-B dev "
                   f"{start['stsb_dev']:.2f}.", ""]
+    carried = {name: row["carried"] for name, row in rows.items() if row.get("carried")}
+    if carried:
+        lines += ["Rows carried from an earlier run of this benchmark (this invocation did not run them; their "
+                  "numbers are that run's, measured as its header said):", ""]
+        groups: Dict[str, List[str]] = {}
+        for name, where in carried.items():
+            text = "; ".join(f"{k.lower()} {v}" for k, v in where.items())
+            groups.setdefault(text, []).append(rows[name].get("title", name))
+        lines += [f"- {', '.join(titles)}: {text}" for text, titles in groups.items()]
+        lines.append("")
     lines += ["What differs between the sides by construction:", ""] + [f"- {d}" for d in SIDE_DIFFERENCES] + [""]
     lines += ["| row | metric | toolkit | reference | difference | seed noise | se | verdict |",
               "| --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -422,17 +449,23 @@ def _pause_lines(pause: Optional[Dict[str, Any]]) -> List[str]:
     lines = ["", "## PAUSE", "",
              "No PyTorch trainer exists. The loss formulas are checked against NumPy by these tests:", ""]
     lines += [f"- `{name}`: {what}" for name, what in FORMULA_TESTS["pause"]]
-    lines += ["", "The official TensorFlow code (EQTPartners/pause) against the toolkit, under this TensorFlow "
-                  "with tf-keras (`bench/pause_official.py`):", ""]
+    lines += ["", "The official trainer end to end (`bench/pause_official_train.py`): the PAUSE rows of the table "
+                  "above, with their notes. One step on a fixture, the official `SiameseModel.train_step` and "
+                  "loss against the toolkit's, under this TensorFlow with tf-keras (`bench/pause_official.py`):", ""]
+    if pause and pause.get("carried"):
+        lines.append("- Carried from an earlier run: " + "; ".join(f"{k.lower()} {v}"
+                                                                   for k, v in pause["carried"].items()) + ".")
     if not pause:
         lines.append("- Not run: give `--pause_code=<checkout of EQTPartners/pause>` with `--rows=pause`.")
         return lines
     if pause.get("commit"):
         lines.append(f"- Official code at commit {pause['commit']}.")
     if pause.get("embed_model_error"):
-        lines.append(f"- The official `EmbedModel` cannot be built here: `{pause['embed_model_error']}` (it loads "
-                     "its BERT from tfhub.dev by URL, and this machine has no network). The check therefore "
-                     "feeds both heads the same fixed sentence embeddings (the toolkit's random_tiny encoder's).")
+        lines.append(f"- The official `EmbedModel` on its tfhub.dev URL cannot be built here: "
+                     f"`{pause['embed_model_error']}` (no network; the end-to-end rows build it on the start "
+                     "exported with `export.py --format=tfhub-bert`). This check feeds both heads the same fixed "
+                     "sentence embeddings (the toolkit's random_tiny encoder's), so that it compares the loss and "
+                     "the head alone, without dropout.")
     if pause.get("error"):
         lines.append(f"- The check could not run: `{pause['error']}`")
     for case in pause.get("cases", []):
@@ -624,8 +657,11 @@ class Bench:
 
     # --- scoring ---
 
-    def score_encoder(self, folder: str, spec: str, pooling: str) -> Dict[str, float]:
-        """STS of a bi-encoder (a toolkit artifact or a Hugging Face folder), cached in `folder`/scores.json."""
+    def score_encoder(self, folder: str, spec: str, pooling: Optional[str],
+                      own_length: bool = False) -> Dict[str, float]:
+        """STS of a bi-encoder (a toolkit artifact or a Hugging Face folder), cached in `folder`/scores.json:
+        at `score_max_seq_len` tokens, or with `own_length` at the model's own (a "padded_mean" run's:
+        the length its mean is over)."""
         path = os.path.join(folder, "scores.json")
         cached = read_json(path)
         if cached is not None:
@@ -634,7 +670,8 @@ class Bench:
         from common.evaluation.sts import evaluate_sts
         from common.models.encoder import EncoderConfig, build_encoder
 
-        encoder = build_encoder(EncoderConfig(spec=spec, pooling=pooling, max_seq_len=self.score_max_seq_len))
+        length = None if own_length else self.score_max_seq_len
+        encoder = build_encoder(EncoderConfig(spec=spec, pooling=pooling, max_seq_len=length))
         fn = encoder.embedding_function()
         sts = evaluate_sts(lambda s: embed_sentences(fn, s, 128, progress=False), self.data_path)
         scores = {"sts_avg": sts["avg"], "stsb_dev": sts["stsb"]["dev"]}
@@ -999,6 +1036,220 @@ def run_trans_encoder(bench: Bench, seeds: Sequence[int]) -> Row:
     return row
 
 
+# The toolkit's flags that train as the official PAUSE code does (docs/methods/pause.md).
+PAUSE_ORIGINAL_FLAGS = {"pooling": "padded_mean", "lr_decay_from": "start", "annealing": "per_epoch",
+                        "batch_without_labels": "zero"}
+# The official train_nli.py's defaults that both sides take (its --prior, --train_lr; the end rate and
+# 10 % warm-up it hard-codes).
+PAUSE_PRIOR, PAUSE_LR, PAUSE_END_LR, PAUSE_WARMUP = 1.0 / 3.0, 7.5e-5, 5e-6, 0.1
+PAUSE_TRAIN_DATA = ("senteval:dev", "senteval:test")
+# The official flags that name this machine's folders, left off the page.
+RUN_FOLDER_FLAGS = ("--log_dir=", "--model_dir=")
+PAUSE_SIDE_DIFFERENCES = (
+    "Batches: the same labelled split (the toolkit run's, checked by fingerprint) and the same mixing (each class "
+    "stream prior/3 of a batch, the unlabelled stream the rest), drawn by each side's own sampler: the official "
+    "`make_dataset` (`sample_from_datasets` over four shuffled, repeated TFRecord streams, seeded by "
+    "`set_random_seed`), the toolkit's `StreamSampler`. The same kind of batches, not the same batches.",
+    "Tokenization: the official `text.BertTokenizer(vocab_file, lower_case=True)` with its own [CLS]/[SEP] and "
+    "padding to --max_seq_len; the toolkit's in-graph WordPiece with `--pooling=padded_mean` padding to the same "
+    "length. The same vocabulary (the export's `vocab_file` is the start's).",
+    "Initial head weights and dropout masks come from each side's own generator.",
+    "The official code ran on TensorFlow 2.4 with Keras 2; here it runs on this TensorFlow with tf-keras.",
+)
+
+
+def write_official_records(folder: str, pairs, labels, names: Sequence[str]) -> str:
+    """The labelled split as the official `make_dataset` reads it: GZIP TFRecords of tf.Examples
+    (`sentence`, `match_sentence`, `label` int64, `gold_label`, `uuid`), one folder per class stream
+    (named by the class), `unl/` for the unlabelled pairs (label -1) and `eval/` (the labelled pairs:
+    the official `fit` reports on them after each epoch; nothing is selected on them)."""
+    import numpy as np
+    import tensorflow as tf
+
+    if os.path.isfile(os.path.join(folder, "done")):
+        return folder
+    shutil.rmtree(folder, ignore_errors=True)
+    labels = np.asarray(labels)
+    streams = {name: np.flatnonzero(labels == c) for c, name in enumerate(names)}
+    streams["unl"] = np.flatnonzero(labels < 0)
+    streams["eval"] = np.flatnonzero(labels >= 0)
+
+    def example(i: int) -> bytes:
+        def text(value: str):
+            return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value.encode("utf-8")]))
+
+        def number(value: int):
+            return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(value)]))
+
+        label = int(labels[i])
+        features = {"sentence": text(pairs.premises[i]), "match_sentence": text(pairs.hypotheses[i]),
+                    "label": number(label), "gold_label": text(names[label] if label >= 0 else "-"),
+                    "uuid": number(i)}
+        return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+
+    for stream, rows in streams.items():
+        os.makedirs(os.path.join(folder, stream))
+        with tf.io.TFRecordWriter(os.path.join(folder, stream, "part-00000.tfrecord.gz"), options="GZIP") as w:
+            for i in rows:
+                w.write(example(int(i)))
+    with open(os.path.join(folder, "done"), "w") as f:
+        f.write(json.dumps({k: len(v) for k, v in streams.items()}))
+    return folder
+
+
+def official_embedder(saved_model: str):
+    """The official `EmbedModel`'s SavedModel (its serving signature parses tf.Examples with a
+    `sentence` feature) as an embedding function: list of sentences -> [n, H] array."""
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the ops of the official tokenizer)
+
+    serve = tf.saved_model.load(saved_model).signatures["serving_default"]
+
+    def embed(sentences: Sequence[str]) -> "np.ndarray":
+        out = []
+        for i in range(0, len(sentences), 128):
+            examples = [tf.train.Example(features=tf.train.Features(feature={"sentence": tf.train.Feature(
+                bytes_list=tf.train.BytesList(value=[s.encode("utf-8")]))})).SerializeToString()
+                for s in sentences[i:i + 128]]
+            out.append(serve(examples=tf.constant(examples))["output"].numpy())
+        return np.concatenate(out) if out else np.zeros([0, 0], np.float32)
+
+    return embed
+
+
+def score_function(folder: str, embed) -> Dict[str, float]:
+    """STS of an embedding function, cached in `folder`/scores.json."""
+    path = os.path.join(folder, "scores.json")
+    cached = read_json(path)
+    if cached is not None:
+        return cached
+    from common.evaluation.sts import evaluate_sts
+
+    sts = evaluate_sts(embed, FLAGS.data_path)
+    scores = {"sts_avg": sts["avg"], "stsb_dev": sts["stsb"]["dev"]}
+    write_json(path, scores)
+    return scores
+
+
+def export_tfhub_start(start: str, folder: str) -> str:
+    """The start as a TF-Hub-format BERT (`export.py --format=tfhub-bert`): what the official EmbedModel loads."""
+    if os.path.isfile(os.path.join(folder, "saved_model.pb")):
+        return folder
+    shutil.rmtree(folder, ignore_errors=True)
+    proc = subprocess.run([sys.executable, os.path.join(REPO, "export.py"), "--format=tfhub-bert", f"--model={start}",
+                           f"--out={folder}"], cwd=REPO, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"export.py --format=tfhub-bert failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    return folder
+
+
+def official_pause(bench: Bench, folder: str, job: Dict[str, Any]) -> Dict[str, Any]:
+    """Runs (or reuses) the official trainer on `job` (bench/pause_official_train.py) in `folder`."""
+    done = read_json(os.path.join(folder, "done.json"))
+    if done is not None:
+        return done
+    shutil.rmtree(folder, ignore_errors=True)  # an interrupted run starts over
+    os.makedirs(folder)
+    job_path = os.path.join(folder, "job.json")
+    write_json(job_path, job)
+    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "PYTHONPATH": REPO}
+    with Stopwatch(bench.max_load) as watch:
+        proc = subprocess.run([sys.executable, "-m", "bench.pause_official_train",
+                               f"--code={os.path.abspath(FLAGS.pause_code)}", f"--job={job_path}", f"--out={folder}"],
+                              env=env, cwd=REPO, capture_output=True, text=True)
+    with open(os.path.join(folder, "log.txt"), "w") as f:
+        f.write(proc.stdout[-200_000:] + "\n" + proc.stderr[-200_000:])
+    if proc.returncode != 0:
+        raise RuntimeError(f"the official trainer failed (exit {proc.returncode}) on {job_path}:\n"
+                           f"{proc.stderr[-4000:]}")
+    result = read_json(os.path.join(folder, "result.json"))
+    record = {**watch.record(), "fit_seconds": result["seconds"], "losses": result["losses"],
+              "argv": result["argv"], "patches": result["patches"], "embedder": result["embedder"],
+              "versions": {"tensorflow": result["tensorflow"], "tf_keras": result["tf_keras"]}, "job": job}
+    write_json(os.path.join(folder, "done.json"), record)
+    return record
+
+
+def run_pause_end_to_end(bench: Bench, seeds: Sequence[int]) -> List[Row]:
+    """PAUSE trained end to end by the official code and by the toolkit, from the same start and the
+    same labelled split: the toolkit with the original's behaviour (`PAUSE_ORIGINAL_FLAGS`), and with
+    its own defaults, each against the official runs."""
+    from common.data.fingerprint import fingerprint_rows  # noqa: F401  (the same fingerprint as the run's)
+    from common.training.registry import build_config
+    from pause_tf import method as pause_method
+    from pause_tf.pu_data import pu_split
+
+    epochs, per_epoch, batch = FLAGS.pause_epochs, FLAGS.pause_steps_per_epoch, FLAGS.batch_size
+    length, percent = FLAGS.pause_max_seq_len, FLAGS.pause_labels
+    base = dict(model=bench.start, train_data=PAUSE_TRAIN_DATA, pos_sample_prec=percent, prior=PAUSE_PRIOR,
+                batch_size=batch, max_seq_len=length, train_epochs=epochs, train_steps_per_epoch=per_epoch,
+                train_lr=PAUSE_LR, end_lr=PAUSE_END_LR, warmup_fraction=PAUSE_WARMUP, weight_decay=0.0,
+                clip_norm=0.0)
+    original = {**base, **PAUSE_ORIGINAL_FLAGS}
+    key = settings_key("pause", {**base, "score": "own length"})
+    root = os.path.join(bench.work_dir, key)
+    hub = export_tfhub_start(bench.start, os.path.join(root, "start_tfhub"))
+    flag_text = " ".join(f"--{k}={v}" for k, v in PAUSE_ORIGINAL_FLAGS.items())
+    common_flags = (f"--pos_sample_prec={percent:g} --prior=0.3333 --batch_size={batch} --max_seq_len={length} "
+                    f"--train_epochs={epochs} --train_steps_per_epoch={per_epoch} --train_lr={PAUSE_LR:g} "
+                    f"--end_lr={PAUSE_END_LR:g} --warmup_fraction={PAUSE_WARMUP:g}")
+    rows = {
+        "pause": Row("pause", "PAUSE, the original's behaviour", {**original, "model": bench.start_name},
+                     [{"key": "pause", "title": f"PAUSE {percent:g} % labels, toolkit with `{flag_text}`"}]),
+        "pause_defaults": Row("pause_defaults", "PAUSE, the toolkit's defaults", {**base, "model": bench.start_name},
+                              [{"key": "pause_defaults", "title": f"PAUSE {percent:g} % labels, toolkit defaults"}]),
+    }
+    for seed in seeds:
+        folder = os.path.join(root, f"seed{seed}")
+        done_original = bench.toolkit(os.path.join(folder, "toolkit_original"), "pause", {**original, "seed": seed})
+        config = build_config("pause", {**original, "seed": seed, "data_path": bench.data_path})
+        pairs, _ = pause_method._pairs(config)
+        if pairs.fingerprint() != done_original["data"]["fingerprint"]:
+            raise RuntimeError(f"pause seed {seed}: the pairs read here are not those the toolkit's run read "
+                               "(fingerprints differ); the official side would train on other data.")
+        labels = pu_split(pairs.labels, percent, seed)
+        records = write_official_records(os.path.join(folder, "records"), pairs, labels,
+                                         config.options.label_names)
+        job = dict(hub=hub, records=records, seed=seed, train_epochs=epochs, train_steps_per_epoch=per_epoch,
+                   batch_size=batch, max_seq_len=length, train_lr=PAUSE_LR, prior=PAUSE_PRIOR,
+                   pos_sample_prec=f"{percent:g}")
+        official = official_pause(bench, os.path.join(folder, REFERENCE), job)
+        done_defaults = bench.toolkit(os.path.join(folder, "toolkit_defaults"), "pause", {**base, "seed": seed})
+        official_scores = score_function(os.path.join(folder, REFERENCE),
+                                         official_embedder(os.path.join(folder, REFERENCE, official["embedder"])))
+        for name, done, side in (("pause", done_original, "toolkit_original"),
+                                 ("pause_defaults", done_defaults, "toolkit_defaults")):
+            row = rows[name]
+            model_dir = os.path.join(folder, side, done["model_dir"])
+            # Each model as it is published: the original's behaviour embeds at its padded length.
+            row.put("scores", name, seed, TOOLKIT, bench.score_encoder(os.path.join(folder, side), model_dir, None,
+                                                                             own_length=True))
+            row.put("scores", name, seed, REFERENCE, official_scores)
+            row.timings[str(seed)] = {TOOLKIT: timing(done), REFERENCE: timing(official)}
+            row.put("losses", name, seed, TOOLKIT,
+                    loss_summary(step_losses(os.path.join(folder, side, done["log_dir"]))))
+    patches = official.get("patches", []) if seeds else []
+    notes = [
+        f"Official: `train_nli.py {' '.join(a for a in official['argv'] if not a.startswith(RUN_FOLDER_FLAGS))}` "
+        "(`--log_dir`, `--model_dir` in the run's folder; its `run()`, under tf-keras) on TFRecords written "
+        "from the toolkit run's labelled split; patched only where it cannot run offline: "
+        + "; ".join(patches) + "." if seeds else "Official: not run.",
+        f"Toolkit: `train.py --method=pause --model=<start> --train_data={','.join(PAUSE_TRAIN_DATA)} {common_flags}`"
+        " and, for the original's behaviour, " + f"`{flag_text}`.",
+        f"{epochs * per_epoch} steps of {batch} pairs ({epochs} epochs of {per_epoch}) on each side; the final "
+        "model of each is scored (the official code keeps no best step). The loss table shows the toolkit's losses "
+        "only: the official TensorBoard logs a running mean per epoch, and the sides draw different batches.",
+    ] + [f"By construction: {d}" for d in PAUSE_SIDE_DIFFERENCES]
+    rows["pause"].notes = notes
+    rows["pause_defaults"].notes = [
+        "The same official runs; the toolkit with its own defaults instead: masked mean pooling over each batch "
+        "padded to its longest pair, the decay starting at the end of warm-up, the PU weight annealed over the whole "
+        "run (it reaches 1 at the last step; the original's restarts every epoch and stays below "
+        f"{(1 / epochs) ** 3:.3g}), and the PU term on every batch. The difference is what these make."]
+    return list(rows.values())
+
+
 def run_pause(bench: Bench) -> Dict[str, Any]:
     """bench/pause_official.py in a subprocess with tf-keras as tf.keras (as the official TF 2.4 code expects)."""
     if not FLAGS.pause_code:
@@ -1020,6 +1271,35 @@ def run_pause(bench: Bench) -> Dict[str, Any]:
 
 
 # === Main ===
+
+# The header bullets of a page that say where and how its numbers were measured (`pages.header`).
+PROVENANCE = ("Command", "Commit", "Machine", "Written", "Load", "Start", "Versions")
+
+
+def carried_rows(results_dir: str, running: Sequence[str]) -> Dict[str, Any]:
+    """The rows of the page already in `results_dir` that this invocation does not run, each with where
+    it was measured (`carried`: the old page's header bullets), so that a run of some rows keeps the
+    others; `pause` (the one-step check) too. Empty when there is no page."""
+    old = read_json(os.path.join(results_dir, "results.json"))
+    readme = os.path.join(results_dir, "README.md")
+    if old is None or not os.path.isfile(readme):
+        return {}
+    provenance = {}
+    with open(readme, encoding="utf-8") as f:
+        for line in f:
+            for name in PROVENANCE:
+                prefix = f"- {name}: "
+                if line.startswith(prefix) and name not in provenance:
+                    provenance[name] = line[len(prefix):].strip()
+    # A row name and what it writes: the pause row writes the end-to-end rows and the one-step check.
+    produced = set(running) | ({"pause_defaults"} if "pause" in running else set())
+    kept = {name: {**row, "carried": row.get("carried") or provenance}
+            for name, row in old.get("rows", {}).items() if name not in produced}
+    out: Dict[str, Any] = {"rows": kept}
+    if "pause" not in running and old.get("pause"):
+        out["pause"] = {**old["pause"], "carried": old["pause"].get("carried") or provenance}
+    return out
+
 
 def resolve_start(value: str, data_path: str) -> Tuple[str, str]:
     """(folder, name for the page) of --start."""
@@ -1064,9 +1344,16 @@ def main(argv):
                      "max_seq_len": FLAGS.max_seq_len,
                      "dropout": FLAGS.dropout if FLAGS.dropout is not None else "the start's own",
                      "score_max_seq_len": FLAGS.score_max_seq_len,
+                     "pause": (f"{FLAGS.pause_epochs} epochs of {FLAGS.pause_steps_per_epoch} steps, "
+                               f"{FLAGS.pause_labels:g} % labels, max_seq_len {FLAGS.pause_max_seq_len}"
+                               if "pause" in FLAGS.rows and FLAGS.pause_code else "not run"),
                      "threads": threads, "max_load": FLAGS.max_load},
         "rows": {}}
     record["start"] = bench.score_encoder(os.path.join(work_dir, "start"), start, "mean")
+    carried = carried_rows(FLAGS.results_dir, FLAGS.rows)
+    record["rows"].update(carried.get("rows", {}))
+    if carried.get("pause"):
+        record["pause"] = carried["pause"]
     for name in FLAGS.rows:
         if name == "simcse_unsup":
             record["rows"][name] = run_simcse(bench, "unsup", seeds).as_record()
@@ -1076,6 +1363,9 @@ def main(argv):
             record["rows"][name] = run_trans_encoder(bench, seeds).as_record()
         elif name == "pause":
             record["pause"] = run_pause(bench)
+            if FLAGS.pause_code:
+                for row in run_pause_end_to_end(bench, seeds):
+                    record["rows"][row.name] = row.as_record()
     import keras
 
     record["versions"] = {"tensorflow": tf.__version__, "keras": keras.__version__,

@@ -167,3 +167,51 @@ def test_the_reference_snapshots_fall_after_every_kth_step_and_the_last_is_the_m
     link = tmp_path / "snapshots" / "step_6"
     assert snapshots.steps == [6] and link.is_symlink() and link.resolve() == (tmp_path / "model").resolve()
     assert parity_worker.Snapshots(0, saved.append, str(tmp_path)).steps == []
+
+
+def test_the_official_records_hold_the_split_in_its_feature_layout(tmp_path):
+    """What the official `make_dataset` parses (its data_utils.feature_spec), one folder per stream."""
+    import tensorflow as tf
+
+    from common.data.nli import NliPairs
+
+    premises = [f"premise {i} ." for i in range(7)]
+    hypotheses = [f"hypothesis {i} ." for i in range(7)]
+    pairs = NliPairs(premises, hypotheses, np.array([0, 1, 2, 0, 1, 2, 0]))
+    labels = np.array([0, -1, 2, -1, 1, -1, 0])  # the split: three hidden
+    names = ("entailment", "neutral", "contradiction")
+    folder = parity.write_official_records(str(tmp_path / "records"), pairs, labels, names)
+    spec = {"gold_label": tf.io.FixedLenFeature([1], tf.string), "label": tf.io.FixedLenFeature([1], tf.int64),
+            "match_sentence": tf.io.FixedLenFeature([1], tf.string),
+            "sentence": tf.io.FixedLenFeature([1], tf.string), "uuid": tf.io.FixedLenFeature([1], tf.int64)}
+
+    def read(stream):
+        files = tf.io.gfile.glob(os.path.join(folder, stream, "*"))
+        data = tf.data.TFRecordDataset(files, compression_type="GZIP").map(
+            lambda x: tf.io.parse_single_example(x, spec))
+        return [(int(r["uuid"][0]), int(r["label"][0]), r["sentence"][0].numpy().decode(),
+                 r["match_sentence"][0].numpy().decode()) for r in data]
+
+    assert [u for u, *_ in read("entailment")] == [0, 6] and read("neutral")[0][:2] == (4, 1)
+    assert read("contradiction") == [(2, 2, "premise 2 .", "hypothesis 2 .")]
+    assert [(u, y) for u, y, *_ in read("unl")] == [(1, -1), (3, -1), (5, -1)]
+    assert sorted(u for u, *_ in read("eval")) == [0, 2, 4, 6]
+    # Written once: a finished folder is reused as it is.
+    assert parity.write_official_records(folder, pairs, np.zeros(7), names) == folder
+    assert [u for u, *_ in read("unl")] == [1, 3, 5]
+
+
+def test_rows_not_run_are_carried_with_the_header_that_measured_them(tmp_path):
+    old = _record(loaded=False)
+    parity.write_results(old, str(tmp_path), load=None)
+    carried = parity.carried_rows(str(tmp_path), ["pause"])
+    assert set(carried["rows"]) == {"simcse_unsup", "trans_encoder"} and "pause" not in carried
+    where = carried["rows"]["simcse_unsup"]["carried"]
+    assert where["Start"].startswith("<data_path>/starts/bert_mini_books") and "Written" in where
+    assert set(parity.carried_rows(str(tmp_path), ["simcse_unsup"])["rows"]) == {"trans_encoder"}
+    assert parity.carried_rows(str(tmp_path), ["simcse_unsup"])["pause"]["carried"] == where
+    assert parity.carried_rows(str(tmp_path / "none"), ["pause"]) == {}
+    new = {**old, "rows": {**carried["rows"]}}
+    text = parity.write_results(new, str(tmp_path / "new"), load=None)
+    assert "Rows carried from an earlier run" in text
+    assert text.count("- SimCSE unsup, Trans-Encoder: command") == 1
