@@ -29,7 +29,7 @@ from common.evaluation.clustering import (ALGORITHMS, PROJECTIONS, REDUCTIONS, C
                                           score_clustering)
 from common.flags import define_data_flags
 from common.artifacts import MODEL_LOCATIONS
-from common.models.sources.resolve import resolve_model, safe_name
+from common.loading.resolve import resolve_model, safe_name
 
 _DEFAULTS = ClusterConfig()
 

@@ -16,7 +16,7 @@ from common import cli  # first: it quiets TensorFlow's start-up
 
 from common import artifacts
 from common.errors import UserError
-from common.models.sources.resolve import resolve_model
+from common.loading.resolve import resolve_model
 from common.evaluation.retrieval import DEFAULT_CHUNK_SIZE, RELEVANCE_MODES, evaluate_retrieval, format_table, load_beir
 from common.flags import define_model_flags
 

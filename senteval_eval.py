@@ -30,7 +30,7 @@ import tensorflow as tf  # noqa: E402  (after cli)
 from common import artifacts
 from common.errors import UserError
 from common.flags import define_data_flags, define_model_flags
-from common.models.sources.resolve import resolve_model
+from common.loading.resolve import resolve_model
 from common.evaluation.senteval import CONFIGS, EmbeddingCache, evaluate_senteval, format_table, get_config
 from common.evaluation.senteval.classifier import check_seed
 from common.evaluation.senteval.evaluate import format_spread, seed_spread, tasks_to_run

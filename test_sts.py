@@ -19,7 +19,7 @@ from common import cli  # first: it quiets TensorFlow's start-up
 from common import artifacts
 from common.errors import UserError
 from common.flags import define_data_flags, define_model_flags
-from common.models.sources.resolve import MODES, resolve_cross_model, resolve_model
+from common.loading.resolve import MODES, resolve_cross_model, resolve_model
 from common.data.tables import parse_labels
 from common.evaluation.binary import (binary_pair_metrics, format_binary, format_pairs_comparison, is_binary,
                                       pair_columns, read_labelled_pairs)

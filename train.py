@@ -24,7 +24,7 @@ from common import artifacts, notices
 from common.data.tables import parse_columns
 from common.evaluation.evaluators import dev_evaluator
 from common.evaluation.sts import PAIR_SCORE_FIELDS
-from common.models.sources.resolve import CROSS_SUBDIR
+from common.loading.resolve import CROSS_SUBDIR
 from common.flags import define_train_flags, train_config_from_flags
 from common.training.loop import NonFiniteLossError
 from common.training.runs import train

@@ -208,7 +208,7 @@ def _sts(embedder, data_path) -> Dict[str, float]:
 
 def _train_variants(variants: Dict[str, Any], run: Run, score: Callable, extra: Callable) -> Dict[str, Dict]:
     """Trains each config, then scores it; train seconds are taken before scoring (minutes of its own)."""
-    from common.models.sources.resolve import resolve_model
+    from common.loading.resolve import resolve_model
     from common.training.runs import train
 
     results = {}
@@ -238,7 +238,7 @@ def _throughput(base, steps: int, batch_size: int, pad: int) -> float:
 
 def pause(s: Pause, run: Run):
     """(title, setting lines, body lines, data); None with --throughput_only (printed, no page)."""
-    from common.models.sources.resolve import resolve_model
+    from common.loading.resolve import resolve_model
     from common.training.registry import build_config
 
     base = build_config("pause", dict(
@@ -282,7 +282,7 @@ def pause(s: Pause, run: Run):
 
 def declutr(s: Declutr, run: Run):
     """(title, setting lines, body lines, data) of the DeCLUTR ablation."""
-    from common.models.sources.resolve import resolve_model
+    from common.loading.resolve import resolve_model
     from common.evaluation.senteval import EmbeddingCache, evaluate_senteval, get_config
     from common.training.registry import build_config
 
@@ -331,7 +331,7 @@ def simcse(s: Simcse, run: Run):
     """(title, setting lines, body lines, data) of the SimCSE poolings."""
     from common import artifacts
     from common.evaluation.clustering import cluster_scores, load_senteval_task, plot_projection, project_2d
-    from common.models.sources.resolve import resolve_model
+    from common.loading.resolve import resolve_model
     from common.training.registry import build_config
 
     out_dir = os.path.join(run.artifacts_dir, "test")
@@ -371,13 +371,14 @@ def trans_encoder(s: TransEncoder, run: Run):
     import numpy as np
     import tensorflow as tf
 
-    from common.evaluation.embedding import embed_sentences, score_sentence_pairs
+    from common.loading.embedding import embed_sentences, score_sentence_pairs
     from common.evaluation.evaluators import StsbDevEvaluator
     from common.evaluation.sts import evaluate_sts, evaluate_sts_pairs, headline_numbers
     from common.training.loop import RunPaths
     from common.training.phases import PhaseRunner
     from common.training.registry import build_config
-    from common.training.runs import RunContext, load_run_config, train
+    from common.training.run_settings import load_run_config
+    from common.training.runs import RunContext, train
     from trans_encoder_tf.data import sts_sickr_pairs
     from trans_encoder_tf.method import _Models, embed_fn_of, members, pair_fn_of
 

@@ -50,7 +50,7 @@ def _size_mb(path: str) -> float:
 def _exports(model: str, root: str):
     """Writes (once) and returns the paths of the SavedModel, HF folder and TFLite files of `model`."""
     from common.artifacts import model_path
-    from common.models.sources.resolve import EMBEDDING_SUBDIR, resolve_encoder
+    from common.loading.resolve import EMBEDDING_SUBDIR, resolve_encoder
     from common.export import ExportConfig, export_model
     from common.models.sources.artifact import is_artifact_dir
     from common.export.saved_model import export_encoder
@@ -128,8 +128,8 @@ def _compare(model: str):
     import numpy as np
 
     from common.data.sts import load_stsb
-    from common.evaluation.embedding import embed_sentences
-    from common.models.sources.resolve import resolve_encoder, resolve_model, safe_name
+    from common.loading.embedding import embed_sentences
+    from common.loading.resolve import resolve_encoder, resolve_model, safe_name
     from common.evaluation.sts import cosine_scores, spearman100
     from common.export.tflite import TFLiteEmbedder
 

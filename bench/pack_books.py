@@ -42,8 +42,7 @@ def pack(data_path: str, max_seq_len: int, heldout_books: int, seed: int) -> dic
     import tensorflow as tf
 
     from common.data.sources import resolve_sources
-    from common.models.encoder import EncoderConfig
-    from common.models.sources import build_encoder
+    from common.models.encoder import EncoderConfig, build_encoder
     from mlm_tf.config import DEFAULTS
     from mlm_tf.data import pack_windows, read_books, split_books, wordpieces
 

@@ -666,10 +666,9 @@ class Bench:
         cached = read_json(path)
         if cached is not None:
             return cached
-        from common.evaluation.embedding import embed_sentences
+        from common.loading.embedding import embed_sentences
         from common.evaluation.sts import evaluate_sts
-        from common.models.encoder import EncoderConfig
-        from common.models.sources import build_encoder
+        from common.models.encoder import EncoderConfig, build_encoder
 
         length = None if own_length else self.score_max_seq_len
         encoder = build_encoder(EncoderConfig(spec=spec, pooling=pooling, max_seq_len=length))
@@ -685,7 +684,7 @@ class Bench:
         cached = read_json(path)
         if cached is not None:
             return cached
-        from common.models.sources.resolve import resolve_cross_model
+        from common.loading.resolve import resolve_cross_model
         from common.evaluation.sts import evaluate_sts_pairs
 
         scorer = resolve_cross_model(saved_model)
@@ -698,8 +697,7 @@ class Bench:
     @functools.cached_property
     def start_max_seq_len(self) -> int:
         """The start's own maximum length: the length a toolkit run evaluates itself at (`with_length()`)."""
-        from common.models.encoder import EncoderConfig
-        from common.models.sources import build_encoder
+        from common.models.encoder import EncoderConfig, build_encoder
 
         return build_encoder(EncoderConfig(spec=self.start)).model_max_seq_len
 
@@ -716,8 +714,7 @@ class Bench:
             shutil.rmtree(os.path.join(folder, "snapshots"), ignore_errors=True)  # left by an interruption
             return cached
         from common.evaluation.evaluators import StsbDevEvaluator
-        from common.models.encoder import EncoderConfig
-        from common.models.sources import build_encoder
+        from common.models.encoder import EncoderConfig, build_encoder
 
         evaluator = StsbDevEvaluator(self.data_path, progress=False)
         points = []
@@ -812,8 +809,7 @@ def export_reference_cross(hf_folder: str, max_seq_len: int, out: str) -> str:
     if os.path.isdir(out):
         return out
     from common.models import hf_weights
-    from common.models.encoder import EncoderConfig
-    from common.models.sources import build_encoder
+    from common.models.encoder import EncoderConfig, build_encoder
     from common.export.saved_model import export_cross_encoder
     from trans_encoder_tf.model import CrossEncoderModel
 

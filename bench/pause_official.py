@@ -72,8 +72,7 @@ def check(code: str) -> dict:
     import loss as official_loss
     import siamese_model as official_siamese
 
-    from common.models.encoder import EncoderConfig
-    from common.models.sources import build_encoder
+    from common.models.encoder import EncoderConfig, build_encoder
     from common.models.hub_backbone import TFHUB_HANDLES
     from pause_tf.losses import pause_loss
     from pause_tf.model import SiameseModel

@@ -238,9 +238,8 @@ class Ladder:
         entry = self.scores.setdefault(name, {})
         if "sts_avg" in entry and (not senteval or not FLAGS.senteval_tasks or "senteval_avg" in entry):
             return entry
-        from common.evaluation.embedding import embed_sentences
-        from common.models.encoder import EncoderConfig
-        from common.models.sources import build_encoder
+        from common.loading.embedding import embed_sentences
+        from common.models.encoder import EncoderConfig, build_encoder
 
         encoder = build_encoder(EncoderConfig(spec=model_dir, pooling=pooling, max_seq_len=FLAGS.score_max_seq_len,
                                               **(encoder_settings or {})))
@@ -282,7 +281,7 @@ class Ladder:
         entry = self.scores.setdefault(name, {})
         if "sts_avg" in entry:
             return entry
-        from common.models.sources.resolve import resolve_cross_model
+        from common.loading.resolve import resolve_cross_model
         from common.evaluation.sts import evaluate_sts_pairs
 
         scorer = resolve_cross_model(model_dir)

@@ -176,7 +176,7 @@ def main(argv):
     tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
 
     from bench.make_retrieval_set import write_snli_set
-    from common.models.sources.resolve import resolve_model
+    from common.loading.resolve import resolve_model
     from common.evaluation.retrieval import load_beir
     from common.models.sources.names import minilm_dir
 

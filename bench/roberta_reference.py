@@ -55,8 +55,7 @@ def toolkit_side(folder: str) -> dict:
     import tensorflow as tf
 
     from common import SentenceModel
-    from common.models.encoder import EncoderConfig
-    from common.models.sources import build_encoder
+    from common.models.encoder import EncoderConfig, build_encoder
     from common.models.masked_lm import MaskedLMHead
 
     encoder = build_encoder(EncoderConfig(spec=folder, pooling="mean", max_seq_len=FLAGS.max_seq_len))

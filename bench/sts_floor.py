@@ -63,7 +63,7 @@ _DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 def job_tokens(counts, batch_size: int):
     """(real tokens, padded tokens, sum over sequences of padded length squared) of encoding
     sentences with these token counts in batches of `batch_size` sorted by count, each batch
-    padded to its longest (what common.evaluation.embedding.embed_sentences does)."""
+    padded to its longest (what common.loading.embedding.embed_sentences does)."""
     ordered = sorted((int(c) for c in counts), reverse=True)
     padded = squares = 0
     for start in range(0, len(ordered), batch_size):
@@ -134,9 +134,8 @@ def main(argv):
     import numpy as np
 
     from common.data.sts import load_all
-    from common.evaluation.embedding import sort_lengths
-    from common.models.encoder import EncoderConfig
-    from common.models.sources import build_encoder
+    from common.loading.embedding import sort_lengths
+    from common.models.encoder import EncoderConfig, build_encoder
 
     unknown = sorted(set(FLAGS.precisions) - set(_DTYPES))
     if unknown:

@@ -223,8 +223,7 @@ def toolkit_encoder(precision: str, **config):
     """THE TOOLKIT'S PRECISION PATH: MiniLM as a SentenceEncoder in `precision` ("fp32" or "bf16"),
     through `EncoderConfig.precision` (`common/models/precision.py`: bf16 is Keras' mixed_bfloat16
     set on the backbone's layers, with float32 outputs, GELU and LayerNorm statistics)."""
-    from common.models.encoder import EncoderConfig
-    from common.models.sources import build_encoder
+    from common.models.encoder import EncoderConfig, build_encoder
 
     return build_encoder(EncoderConfig(spec="minilm", precision=precision, **config))
 
@@ -359,7 +358,7 @@ def main(argv):
     import keras
 
     from common.data.sts import load_stsb
-    from common.evaluation.embedding import embed_sentences
+    from common.loading.embedding import embed_sentences
     from common.models.sources.names import minilm_dir
 
     folder = minilm_dir()

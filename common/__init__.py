@@ -9,8 +9,9 @@
 - `common.training`: the method contract (`MethodModel`) and registry, typed run
   configs, the run's life (IDs, checkpoints, publishing), the step loop,
   distribution, schedules and optimizers, contrastive losses.
-- `common.evaluation`: STS, SentEval, clustering, batched embedding, `--model`
-  resolution, and the evaluators that training is given.
+- `common.loading`: any `--model` value (run ID, path, export, spec) to what embeds
+  (`resolve_model`), batched embedding, and `SentenceModel`.
+- `common.evaluation`: STS, SentEval, clustering, retrieval, and the evaluators that training is given.
 - `common.artifacts`: run IDs, the artifacts layout and atomic publishing.
 - `common.api`: `SentenceModel` (load any `--model` value, `encode`) and `similarity`,
   the Python API for users; `from common import SentenceModel, similarity` works too.

@@ -142,7 +142,7 @@ def train_config_from_flags(flag_values: flags.FlagValues, owners: Dict[str, Lis
     given = given_settings(flag_values, list(owners))
     method = flag_values["method"].value
     if given.get("resume"):
-        from common.training.runs import load_run_config, resume_changes
+        from common.training.run_settings import load_run_config, resume_changes
 
         saved = load_run_config(flag_values["artifacts_dir"].value or RunSection.artifacts_dir, given["resume"])
         if flag_values["method"].present and method != saved.method:

@@ -9,12 +9,12 @@ from absl import logging
 
 from common.data.sources import resolve_sources
 from common.data.synthetic import write_documents
-from common.models.sources import build_encoder
+from common.models.encoder import build_encoder
 from common.models.masked_lm import MaskedLMHead, mask_tokens
 from common.training import registry
 from common.training.config import TrainConfig
 from common.training.grad_cache import mini_batch_chunks
-from common.training.runs import encoder_config
+from common.models.encoder_config import encoder_config
 from declutr_tf.config import DEFAULTS, DeclutrOptions
 from declutr_tf.documents import describe_lengths, read_documents, span_batches
 from declutr_tf.model import DeclutrModel

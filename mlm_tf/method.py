@@ -12,11 +12,11 @@ from common.data.fingerprint import fingerprint_rows
 from common.data.sampling import StreamSampler
 from common.data.sources import resolve_sources
 from common.data.synthetic import write_documents
-from common.models.sources import build_encoder
+from common.models.encoder import build_encoder
 from common.models.masked_lm import MaskedLMHead, mask_tokens
 from common.training import registry
 from common.training.config import TrainConfig
-from common.training.runs import encoder_config
+from common.models.encoder_config import encoder_config
 from mlm_tf.config import DEFAULTS, MlmOptions
 from mlm_tf.data import pack_windows, read_books, split_books, unigram_baseline, wordpieces
 from mlm_tf.model import MlmModel

@@ -18,11 +18,12 @@ from common.data.sts import load_stsb
 from common.data.synthetic import write_nli_jsonl
 from common.errors import UserError
 from common.notices import notice
-from common.models.sources import build_encoder
+from common.models.encoder import build_encoder
+from common.models.encoder_config import encoder_config
 from common.models.tokenization import truncated_sentences
 from common.training import registry
 from common.training.config import TrainConfig
-from common.training.runs import encoder_config, pretrained_weights_prefix
+from common.training.publishing import pretrained_weights_prefix
 from pause_tf.config import DEFAULTS, POS_SAMPLE_PREC_LABELLED_ONLY, PauseOptions
 from pause_tf.model import PauseModel, StsbModel
 from pause_tf.pu_data import check_labels, estimate_priors, pu_batches, pu_split

@@ -13,12 +13,12 @@ from common.data.fingerprint import fingerprint_rows
 from common.data.sampling import StreamSampler, batches_dataset
 from common.data.synthetic import write_sentences
 from common.data.tables import parse_columns
-from common.models.sources import build_encoder
+from common.models.encoder import build_encoder
 from common.models.tokenization import truncated_sentences
 from common.training import registry
 from common.training.config import TrainConfig
 from common.training.grad_cache import mini_batch_chunks
-from common.training.runs import encoder_config
+from common.models.encoder_config import encoder_config
 from simcse_tf.config import DEFAULTS, POOLING_PLANS, SimcseOptions, mode_defaults
 from simcse_tf.data import read_sentences, read_triples
 from simcse_tf.model import SimcseModel

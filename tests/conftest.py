@@ -20,15 +20,13 @@ def data_path() -> str:
 
 @pytest.fixture(scope="session")
 def tiny_encoder():
-    from common.models.encoder import EncoderConfig
-    from common.models.sources import build_encoder
+    from common.models.encoder import EncoderConfig, build_encoder
 
     return build_encoder(EncoderConfig(spec="random_tiny", max_seq_len=32, seed=1))
 
 
 @pytest.fixture(scope="session")
 def minilm_encoder():
-    from common.models.encoder import EncoderConfig
-    from common.models.sources import build_encoder
+    from common.models.encoder import EncoderConfig, build_encoder
 
     return build_encoder(EncoderConfig(spec="minilm"))

@@ -16,8 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def test_pack_books_writes_the_windows_of_the_masked_lm_method(tmp_path):
     from bench.pack_books import pack
-    from common.models.encoder import EncoderConfig
-    from common.models.sources import build_encoder
+    from common.models.encoder import EncoderConfig, build_encoder
     from mlm_tf.data import pack_windows, read_books, split_books, wordpieces
 
     books = write_documents(str(tmp_path / "documents" / "gutenberg" / "books.txt"), n=6, words=150)

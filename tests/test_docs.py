@@ -597,11 +597,10 @@ def test_the_examples_in_the_public_apis_docstrings_run_as_written():
 
     from common import api
     from common.evaluation import evaluators
-    from common.models import sources
-    from common.models.encoder import SentenceEncoder
+    from common.models.encoder import SentenceEncoder, build_encoder
     from common.training import registry
 
-    for obj in (api.SentenceModel, sources.build_encoder, SentenceEncoder.from_preset, registry.build_config,
+    for obj in (api.SentenceModel, build_encoder, SentenceEncoder.from_preset, registry.build_config,
                 evaluators):
         assert ">>>" in obj.__doc__, obj
         finder, runner = doctest.DocTestFinder(recurse=False), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)

@@ -13,9 +13,8 @@ import pytest
 import tensorflow as tf
 from safetensors.numpy import load_file
 
-from common.models.sources.resolve import resolve_encoder, resolve_model
-from common.models.encoder import EncoderConfig
-from common.models.sources import build_encoder
+from common.loading.resolve import resolve_encoder, resolve_model
+from common.models.encoder import EncoderConfig, build_encoder
 from common.training import registry
 from common.training.runs import train
 from distributed_checks import assert_replicas_agree, replica_checks

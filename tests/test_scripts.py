@@ -188,7 +188,7 @@ def test_a_flag_absl_cannot_parse_is_one_line_and_exit_2(script, flag, says, tmp
 INJECT = """
 import runpy, sys
 from common import cli  # noqa: F401
-import common.models.sources.resolve as resolve
+import common.loading.resolve as resolve
 from common.errors import UserError
 error = {"internal": ValueError("an internal invariant broke"),
          "user": UserError("--model: no such model")}[sys.argv[1]]

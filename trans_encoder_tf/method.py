@@ -28,16 +28,16 @@ from absl import logging
 from common import artifacts
 from common.data.fingerprint import fingerprint_rows
 from common.data.sampling import StreamSampler, batches_dataset
-from common.evaluation.embedding import embed_sentences, score_sentence_pairs
+from common.loading.embedding import embed_sentences, score_sentence_pairs
 from common.evaluation.sts import cosine_scores
-from common.models.encoder import EncoderConfig, SentenceEncoder, inference_encoder
-from common.models.sources import build_encoder
+from common.models.encoder import EncoderConfig, SentenceEncoder, build_encoder, inference_encoder
 from common.export.saved_model import export_cross_encoder, export_encoder
 from common.training import registry
 from common.training.config import OptimizerSection, TrainConfig
 from common.training.loop import LoopConfig, Selection, weights_fingerprint
 from common.training.phases import PhaseRunner
-from common.training.runs import RunContext, RunOutcome, seeded, write_weights
+from common.training.publishing import write_weights
+from common.training.runs import RunContext, RunOutcome, seeded
 from common.training.schedules import make_optimizer
 from trans_encoder_tf.config import DEFAULTS, TransEncoderOptions
 from common.data.tables import parse_columns

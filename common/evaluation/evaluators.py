@@ -34,7 +34,7 @@ import numpy as np
 
 from common.data.sts import DEV_TASKS, PairSet, load_stsb
 from common.errors import UserError
-from common.evaluation.embedding import embed_sentences, score_sentence_pairs
+from common.loading.embedding import embed_sentences, score_sentence_pairs
 from common.evaluation.sts import embedding_similarities, pearson100, read_scored_pairs, spearman100
 
 

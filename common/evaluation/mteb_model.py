@@ -32,7 +32,7 @@ from typing import Any, Dict, Iterable, Mapping, Optional
 
 import numpy as np
 
-from common.api import SentenceModel, _unit_rows
+from common.loading.sentence_model import SentenceModel, _unit_rows
 from common.errors import UserError
 
 # sentence-transformers' encode_document looks for these prompt names, in this order.

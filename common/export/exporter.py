@@ -17,6 +17,7 @@ import tensorflow as tf
 from common import artifacts
 from common.errors import UserError
 from common.export.saved_model import package_versions
+from common.loading.resolve import resolve_encoder
 from common.models.formats import FORMATS
 from common.models.sources.names import canonical_spec
 
@@ -84,10 +85,6 @@ def export_model(config: ExportConfig) -> Dict[str, Any]:
             encoder to export (see `resolve_encoder`).
         FileNotFoundError: for a run ID or path that does not exist.
     """
-    # Here, not above: resolve imports common.evaluation, whose package imports common.data, which
-    # imports common.training (its option declarations), which imports common.export.
-    from common.models.sources.resolve import resolve_encoder
-
     config.validate()
     if tf.io.gfile.exists(config.out):
         raise UserError(f"--out={config.out} exists; an export is never written over an existing folder: "

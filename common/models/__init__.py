@@ -7,8 +7,7 @@ head. What writes a run's SavedModels and runs an export is `common.export`."""
 from common.models.bert import BertBackbone
 from common.models.bert_config import BertConfig
 from common.models.hf_weights import hf_state_dict, hf_weight_map, load_hf_weights
-from common.models.encoder import EncoderConfig, SentenceEncoder, inference_encoder
-from common.models.sources import build_encoder
+from common.models.encoder import EncoderConfig, SentenceEncoder, build_encoder, inference_encoder
 from common.models.masked_lm import MaskedLMHead, mask_tokens, masked_lm_statistics
 from common.models.pooling import cls_pool, masked_mean_pool, pool
 from common.models.tokenization import BertTokenizer, TokenizerConfig, bert_normalize, read_vocabulary

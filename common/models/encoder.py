@@ -1,10 +1,10 @@
 """The Keras sentence encoder: a tokenizer, a BERT backbone and pooling, and how it is configured.
 
 `EncoderConfig` says which model (`spec`: any `--model` value that names an encoder) and how it is
-used; `common.models.sources.build_encoder` builds the `SentenceEncoder` it names, from whichever
-kind of source that is. `SentenceEncoder.from_preset` is the same as a Keras layer for users' models
-(strings in, embeddings out; docs/usage/keras.md). `inference_encoder` is what a trained encoder is
-published as.
+used (`common.models.encoder_config`); `build_encoder` builds the `SentenceEncoder` it names, from
+whichever kind of source that is (`common.models.sources`). `SentenceEncoder.from_preset` is the
+same as a Keras layer for users' models (strings in, embeddings out; docs/usage/keras.md).
+`inference_encoder` is what a trained encoder is published as.
 
 A `.keras` file holds the encoder as keras-hub holds its models: the architecture in `get_config`,
 the weights, and the tokenizer's vocabulary (and BPE merges) as assets (`save_assets`), so the
@@ -25,60 +25,14 @@ import tensorflow as tf
 from common.errors import UserError
 from common.models import hub_backbone
 from common.models import precision as precision_lib
-from common.models import st_folder
+from common.models import sources, st_folder
 from common.models.bert import BertBackbone
 from common.models.bert_config import BertConfig
 from common.models.pooling import PADDED_MEAN, POOLING_MODES, exclude_prefix, first_token_pool, pool
 from common.models.bpe_tokenization import ByteLevelBpeTokenizer
+from common.models.encoder_config import EncoderConfig
 from common.models.tokenization import BertTokenizer, TokenizerConfig
 
-
-@dataclasses.dataclass(frozen=True)
-class EncoderConfig:
-    """How to build a sentence encoder.
-
-    Attributes:
-        spec: str. See the module docstring. Defaults to "minilm".
-        max_seq_len: int or None. Truncation length incl. [CLS]/[SEP]; None takes
-            the model's own maximum (`SentenceEncoder.model_max_seq_len`):
-            sentence-transformers' `max_seq_length` where the model declares one,
-            else its position-embedding count.
-        pooling: str or None. "mean", "cls" or "pooler" (BERT's pooler, dense +
-            tanh over [CLS]: Hugging Face's `pooler_output`; `common.models.pooling`),
-            or "padded_mean" (the mean over every position of inputs padded to
-            `max_seq_len`, the original PAUSE code's); None takes the model's pooling
-            config where it has one, else "mean".
-        normalize: bool or None. L2-normalise the output embedding; None follows
-            the model's `modules.json` (a Normalize module), else False.
-        pad_to_multiple_of: int. Round batch lengths up to a multiple of this.
-        seed: int. Initialisation seed of the random specs ("random_tiny", the
-            fresh BERTs). Defaults to 0.
-        dropout: float or None. Overrides the architecture's dropout rate; None
-            keeps it (`SentenceEncoder.model_dropout`).
-        precision: str or None. "fp32", "bf16" or "fp16" (`common.models.precision`): how
-            the backbone computes; the outputs are float32 in each. None follows Keras'
-            global dtype policy ("float32", "mixed_bfloat16" or "mixed_float16") when the
-            encoder is built, and the built encoder records what it took. Defaults to None.
-
-    `max_seq_len`, `pad_to_multiple_of`, `dropout` and `precision` are properties of
-    how the encoder is used, not of its weights (USAGE_FIELDS): a train.py artifact
-    records the ones its run trained with, and loading it takes the caller's, never
-    the run's (see `common.models.sources.artifact`).
-    """
-
-    spec: str = "minilm"
-    max_seq_len: Optional[int] = None
-    pooling: Optional[str] = None
-    normalize: Optional[bool] = None
-    pad_to_multiple_of: int = 1
-    seed: int = 0
-    dropout: Optional[float] = None
-    precision: Optional[str] = None
-
-
-# EncoderConfig fields that describe a use of the encoder (training at 32 tokens without dropout,
-# scoring untruncated in bf16), not the model: what an artifact records of them is never reused.
-USAGE_FIELDS = ("max_seq_len", "pad_to_multiple_of", "dropout", "precision")
 
 # What calling a SentenceEncoder returns: the sentence embedding [B, E], or the dict of every output.
 OUTPUT_MODES = ("embedding", "dict")
@@ -113,7 +67,7 @@ class SentenceEncoder(keras.Model):
     """Raw strings (or tokenized batches) -> sentence embedding, or every output.
 
     Users build one with `from_preset`; the toolkit's training and export build theirs with
-    `common.models.sources.build_encoder` (every output, `output_mode="dict"`).
+    `build_encoder` (every output, `output_mode="dict"`).
 
     Args:
         tokenizer: BertTokenizer or None. In-graph tokenizer; None only while a `.keras` file
@@ -135,7 +89,7 @@ class SentenceEncoder(keras.Model):
         include_prompt: bool. False: the tokens of a prompt (`prompt_length` of `call`) are left
             out of pooling, as sentence-transformers' `include_prompt`. Defaults to True.
         prompts: dict of str to str or None. The model's named prompts (sentence-transformers'
-            `prompts`); `common.models.sources.resolve.Embedder` applies them. Defaults to none.
+            `prompts`); `common.loading.Embedder` applies them. Defaults to none.
         default_prompt_name: str or None. The prompt that applies when none is asked for.
         output_mode: str. What a call returns: "dict" (every output, see `call`) or "embedding"
             (the `embedding` output alone, [B, E]). Defaults to "dict".
@@ -248,12 +202,11 @@ class SentenceEncoder(keras.Model):
             >>> model(tf.constant(["Who was Galileo ?", "How far is Aspen ?"])).shape
             TensorShape([2, 6])
         """
-        # sources assembles this class from its parts, so it is imported when first used.
-        from common.models.sources import build_encoder
-
         _check_output_mode(output_mode)
-        encoder = build_encoder(EncoderConfig(spec=preset, max_seq_len=max_seq_len, pooling=pooling,
-                                              normalize=normalize, dropout=dropout, precision=precision, seed=seed))
+        # The class is handed to the sources (keras-hub's preset loaders take theirs), which never import it.
+        encoder = sources.build(cls, EncoderConfig(spec=preset, max_seq_len=max_seq_len, pooling=pooling,
+                                                   normalize=normalize, dropout=dropout, precision=precision,
+                                                   seed=seed))
         encoder.output_mode = output_mode
         if not trainable:
             # Only to freeze: setting True would also unfreeze BERT's pooler, which gets no gradient
@@ -424,7 +377,7 @@ class SentenceEncoder(keras.Model):
 
     def embedding_function(self, prompt_length: int = 0):
         """`embed_strings` traced for 1-D string batches, carrying `token_counts` (also traced),
-        which `common.evaluation.embedding.embed_sentences` sorts its batches by.
+        which `common.loading.embedding.embed_sentences` sorts its batches by.
 
         Args:
             prompt_length: int. Texts start with a prompt of this many tokens (see `call`); 0 for
@@ -529,6 +482,26 @@ class SentenceEncoder(keras.Model):
                    output_mode=config.get("output_mode", "dict"), tokenizer_config=tokenizer_config,
                    tokenizer_type=tokenizer_type, trainable=config.get("trainable", True),
                    name=config.get("name", "sentence_encoder"))
+
+
+def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
+    """Builds the sentence encoder a spec names, with its weights loaded (`common.models.sources.build`).
+
+    Example:
+        >>> import tensorflow as tf
+        >>> from common.models import EncoderConfig, build_encoder
+        >>> encoder = build_encoder(EncoderConfig(spec="random_tiny", max_seq_len=128))  # or "minilm", a folder, a run
+        >>> encoder.embed_strings(tf.constant(["A man plays a guitar."])).shape
+        TensorShape([1, 32])
+
+    `config.precision` None takes Keras' global dtype policy (`common.models.precision.resolve_precision`);
+    the encoder records the precision it computes in.
+
+    Raises:
+        UserError: for an unknown spec or an inconsistent model directory.
+        FileNotFoundError: when a required file is missing.
+    """
+    return sources.build(SentenceEncoder, config)
 
 
 def _backbone_copy(backbone: BertBackbone, dropout: float) -> BertBackbone:

@@ -1,5 +1,6 @@
 """Training: the method contract (`MethodModel`) and registry, typed run configs,
-the run's life (`train`), the step loop with exact resume, training curves,
+the run's life (`train`: `runs`; its settings and resume rules: `run_settings`; what it
+publishes: `publishing`), the step loop with exact resume, training curves,
 distribution, schedules and the optimizer, contrastive losses. Imports no evaluator."""
 
 from common.training.config import EncoderSection, OptimizerSection, RunSection, TrainConfig, option

@@ -218,7 +218,8 @@ class TrainConfig:
             raise UserError(f"--dropout must be in [0, 1); got {self.encoder.dropout}.")
         check_precision(self.encoder.precision)
         run = self.run
-        # With --dev_data the evaluator's own metric names are checked when the run starts (runs.check_evaluation).
+        # With --dev_data the evaluator's own metric names are checked when the run starts
+        # (run_settings.check_evaluation).
         if run.best_metric and not run.dev_data and run.best_metric not in BEST_METRICS:
             raise UserError(f"--best_metric must be one of {', '.join(BEST_METRICS)}; got {run.best_metric!r}.")
         if run.best_metric and not run.publish_best:

@@ -8,7 +8,7 @@ run's log directory. `read_scalars` reads
 them back from the event files exactly as recorded (float32, as TensorBoard
 stores them); `plot_training_curves` draws them against the step; the run writes
 the picture into its artifact (`training_curves.png`, see
-`common.training.runs`).
+`common.training.publishing`).
 
 A run of several phases (Trans-Encoder) logs each phase in its own subfolder;
 each phase's steps start at 1 again, and `series` puts them end to end on the

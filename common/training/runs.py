@@ -1,15 +1,17 @@
-"""The life of a training run, shared by every method.
+"""The life of a training run, shared by every method: the driver.
 
 `train(config)` does what every method needs around its model and data: choose
-the strategy, reserve the run ID (`common.artifacts.new_run_id`) or reload the
-saved configuration of a run to resume, build the method's model (seeded),
-compile it with the shared optimizer, train through
+the strategy, check the run's settings (`common.training.run_settings`: what a
+resumed run may change, what `--publish_best` selects on), reserve the run ID
+or reload the saved configuration of a run to resume, build the method's model
+(seeded), compile it with the shared optimizer, train through
 `common.training.loop.run_training`, call the evaluator it was given at each
 evaluation (epoch ends, every `--eval_every` steps), and publish
-`<artifacts>/model/<ID>/` atomically (with `--publish_best`, the weights of the
-best-scored evaluation, see `selection_of`), with the run's
+`<artifacts>/model/<ID>/` atomically (`common.training.publishing`: with
+`--publish_best`, the weights of the best-scored evaluation), with the run's
 training curves (`training_curves.png`, drawn from its TensorBoard scalars by
-`common.training.curves`; see `draw_curves` for what happens when they cannot be drawn).
+`common.training.curves`; see `publishing.draw_curves` for what happens when they
+cannot be drawn).
 
 A method whose run trains several models in turn (Trans-Encoder's cycles)
 registers a `driver` instead of the single-model part (`train_single_model`):
@@ -21,11 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import logging as std_logging
 import os
 import random
-import tempfile
 from typing import Any, Callable, Dict, Optional, Sequence
 
 import keras
@@ -36,140 +36,20 @@ from absl import logging
 from common import artifacts, compat, figures
 from common.data.sources import evaluation_sets_in
 from common.errors import UserError
-from common.models.encoder import EncoderConfig, inference_encoder
-from common.export.saved_model import export_encoder, export_pair_model, package_versions
+from common.models.encoder import inference_encoder
+from common.export.saved_model import export_encoder, export_pair_model
 from common.training import registry
-from common.training.config import BEST_METRICS, HELDOUT_PREFIX, STSB_DEV_METRIC, TrainConfig
-from common.training.curves import CURVES_FILE, plot_training_curves, read_scalars
+from common.training.curves import CURVES_FILE
+from common.training.config import TrainConfig
 from common.training.distribute import is_chief, make_strategy
-from common.training.loop import LoopConfig, NonFiniteLossError, RunPaths, Selection, run_training, weights_fingerprint
+from common.training.loop import LoopConfig, NonFiniteLossError, RunPaths, run_training, weights_fingerprint
+from common.training.publishing import WORKER_RUN_ID, draw_curves, publish_artifact, run_paths, write_weights
+from common.training.run_settings import (RUN_CONFIG_FILE, Evaluator, check_evaluation, load_run_config,
+                                          resume_changes, selection_of, selection_record)
 from common.training.schedules import make_optimizer
 
-RUN_CONFIG_FILE = "run_config.json"
-# Run ID of a non-chief worker in a fresh multi-worker run (it writes only to scratch).
-WORKER_RUN_ID = "worker"
-WEIGHTS_SUBDIR = "weights"
 # What an evaluator gets: a 1-D tf.string batch -> [batch, dim] embeddings function.
 EmbedFn = Callable[[tf.Tensor], tf.Tensor]
-# Evaluators are passed in (training never imports one): any object of the contract of
-# `common.evaluation.evaluators.Evaluator`, called as embed_fn -> {metric: value}, with `name`,
-# `primary_metric` (what --publish_best selects on by default) and `greater_is_better`.
-Evaluator = Any
-
-
-def load_run_config(artifacts_dir: str, run_id: str) -> TrainConfig:
-    """The configuration a run was started with (its checkpoint directory's run_config.json)."""
-    path = artifacts.join(artifacts.checkpoint_dir(artifacts_dir, run_id), RUN_CONFIG_FILE)
-    if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(f"Cannot resume {run_id}: {path} not found (was the run started by this toolkit, "
-                                f"with this --artifacts_dir?).")
-    with tf.io.gfile.GFile(path) as f:
-        return registry.config_from_dict(json.load(f))
-
-
-# What a resumed run may change: the hardware and where it writes, the learning rate (e.g. lower
-# after a NaN), more epochs to extend it, and the checkpoint, log and evaluation cadence.
-# Everything else defines the run and stays as saved; so do --publish_best and --best_metric:
-# the best weights kept on disk (`loop.BestWeights`) are the best of every evaluation since the
-# run began, on one metric, which a run that began selecting (or changed metric) midway would not be.
-RESUME_MAY_CHANGE = ("resume", "strategy", "tpu", "artifacts_dir", "model_dir", "log_dir", "train_lr", "end_lr",
-                     "train_epochs", "checkpoint_every", "log_every", "eval_each_epoch", "eval_every")
-
-
-def resume_changes(saved: TrainConfig, config: TrainConfig) -> Dict[str, Any]:
-    """The settings `config` changes from the saved run's, checked against RESUME_MAY_CHANGE.
-
-    Raises:
-        UserError: naming the settings that a resumed run may not change.
-    """
-    if config.method != saved.method:
-        raise UserError(f"--resume={config.run.resume} is a {saved.method} run, not {config.method}.")
-    before, after = saved.flat(), config.flat()
-    changed = {k: after[k] for k in after if after[k] != before[k]}
-    refused = sorted(set(changed) - set(RESUME_MAY_CHANGE))
-    if refused:
-        raise UserError(
-            f"--resume={config.run.resume} keeps the run's saved settings; it cannot change "
-            f"{', '.join('--' + k for k in refused)}. A resumed run may change only "
-            f"{', '.join('--' + k for k in RESUME_MAY_CHANGE[1:])}; start a new run for the others.")
-    if saved.run.train_epochs > config.run.train_epochs:
-        raise UserError(f"--train_epochs={config.run.train_epochs} is fewer than the run's "
-                         f"{saved.run.train_epochs}; a resumed run can only be extended.")
-    return changed
-
-
-def _paths(config: TrainConfig, chief: bool) -> RunPaths:
-    run = config.run
-    if chief:
-        # Before an ID is reserved: a missing gs:// bucket is one clear error, never a hang.
-        for directory in (run.artifacts_dir, run.model_dir, run.log_dir):
-            if directory:
-                artifacts.require_bucket(directory)
-    if run.resume:
-        run_id = run.resume
-    elif chief:
-        run_id = artifacts.new_run_id(run.artifacts_dir)
-    else:
-        tmp = tempfile.mkdtemp(prefix="worker-")
-        return RunPaths(WORKER_RUN_ID, os.path.join(tmp, "log"), os.path.join(tmp, "ckpt"),
-                        os.path.join(tmp, "model"))
-    paths = RunPaths.for_run(run.artifacts_dir, run_id)
-    return dataclasses.replace(paths, log_dir=run.log_dir or paths.log_dir, model_dir=run.model_dir or paths.model_dir)
-
-
-def write_weights(checkpoint: tf.train.Checkpoint, model_dir: str) -> None:
-    """`model_dir/weights/`: the published weights (no optimizer state), for --pretrained_weights."""
-    checkpoint.write(artifacts.join(model_dir, WEIGHTS_SUBDIR, "weights"))
-    # tf.train.latest_checkpoint needs the index file that CheckpointManager writes.
-    with tf.io.gfile.GFile(artifacts.join(model_dir, WEIGHTS_SUBDIR, "checkpoint"), "w") as f:
-        f.write('model_checkpoint_path: "weights"\nall_model_checkpoint_paths: "weights"\n')
-
-
-def publish_artifact(paths: RunPaths, record: Dict[str, Any], write_models: Callable[[str], None]) -> str:
-    """Writes `model_dir/` atomically: whatever `write_models(tmp)` writes, and
-    `config.json` (`record` with the run ID and package versions)."""
-
-    def write(tmp: str) -> None:
-        write_models(tmp)
-        artifacts.write_json(artifacts.join(tmp, "config.json"), {
-            "run_id": paths.run_id,
-            **record,
-            "packages": package_versions(),
-        })
-
-    return artifacts.write_atomically(paths.model_dir, write)
-
-
-def pretrained_weights_prefix(pretrained: str, artifacts_dir: str):
-    """The weights checkpoint prefix and config.json of a run ID or artifact directory."""
-    path = artifacts.model_path(pretrained, artifacts_dir)
-    if path is None:
-        raise FileNotFoundError(f"--pretrained_weights={pretrained!r}: no such run ID or directory.")
-    prefix = tf.train.latest_checkpoint(artifacts.join(path, WEIGHTS_SUBDIR))
-    if prefix is None:
-        raise FileNotFoundError(f"--pretrained_weights: no weights in {path}/{WEIGHTS_SUBDIR}; "
-                                "expected a model trained by train.py.")
-    with tf.io.gfile.GFile(artifacts.join(path, "config.json")) as f:
-        return prefix, json.load(f)
-
-
-def encoder_config(config: TrainConfig, **overrides: Any) -> EncoderConfig:
-    """The EncoderConfig of a run's encoder section, for a method's `build_model`.
-
-    `--model` may name a run ID (under the run's artifacts root) or an artifact
-    directory, so any method can start from any trained model; fresh BERTs are
-    initialised from the run's seed. The run trains at its own `--max_seq_len` and
-    `--dropout` (None: the architecture's rate), never at those of the run it starts from.
-
-    Args:
-        config: TrainConfig.
-        **overrides: EncoderConfig fields the method fixes (e.g. `pooling="mean"`).
-    """
-    enc = config.encoder
-    spec = artifacts.model_path(enc.model, config.run.artifacts_dir) or enc.model
-    settings = dict(spec=spec, max_seq_len=enc.max_seq_len, pad_to_multiple_of=enc.pad_to_multiple_of,
-                    dropout=enc.dropout, seed=config.run.seed, precision=enc.precision)
-    return EncoderConfig(**{**settings, **overrides})
 
 
 @contextlib.contextmanager
@@ -254,77 +134,6 @@ def prepare_single_model(config: TrainConfig, strategy: tf.distribute.Strategy):
     return model, make_dataset, data_info
 
 
-def heldout_metrics(model) -> Sequence[str]:
-    """The held-out scores `model.validation_metrics()` reports (none without validation data)."""
-    if model.validation_data is None:
-        return ()
-    return tuple(HELDOUT_PREFIX + name for name in model.metric_names)
-
-
-def best_metric(config: TrainConfig, model, evaluator: Optional[Evaluator] = None) -> str:
-    """`--best_metric`, or its default: the evaluator's primary metric with `--dev_data`, else the held-out loss
-    of a method with held-out data, else the evaluator's primary metric (train.py's default: STS-B dev)."""
-    if config.run.best_metric:
-        return config.run.best_metric
-    if config.run.dev_data and evaluator is not None:  # the user named the data to select on
-        return evaluator.primary_metric
-    if heldout_metrics(model):
-        return HELDOUT_PREFIX + "loss"
-    return evaluator.primary_metric if evaluator is not None else STSB_DEV_METRIC
-
-
-def check_evaluation(config: TrainConfig, evaluator: Optional[Evaluator], model) -> None:
-    """Refuses evaluation settings that this single-model run cannot honour (before a run ID is reserved).
-
-    Raises:
-        UserError: naming the flag, what it needs and what the run has.
-    """
-    run, heldout = config.run, heldout_metrics(model)
-    if run.eval_every and evaluator is None and not heldout:
-        raise UserError(f"--eval_every={run.eval_every}: nothing to evaluate; --method={config.method} has no "
-                         "held-out data and the run was given no evaluator (train.py passes STS-B dev, or "
-                         "--dev_data's).")
-    if not run.publish_best:
-        return
-    metric = best_metric(config, model, evaluator)
-    if metric.startswith(HELDOUT_PREFIX):
-        if metric not in heldout:
-            raise UserError(f"--best_metric={metric}: --method={config.method} reports "
-                             f"{', '.join(heldout) or 'no held-out scores'}; select on the evaluator's "
-                             f"{evaluator.primary_metric if evaluator is not None else STSB_DEV_METRIC} or on a "
-                             "held-out score it reports.")
-        return
-    if evaluator is None:
-        raise UserError(f"--publish_best selects on {metric}, which the run's evaluator computes, but the run "
-                         "was given no evaluator (train.py passes STS-B dev's, or --dev_data's); give one, "
-                         f"or select on a held-out score{' (' + ', '.join(heldout) + ')' if heldout else ''}.")
-    if metric != evaluator.primary_metric:
-        also = f" and the held-out scores {', '.join(heldout)}" if heldout else ""
-        raise UserError(f"--best_metric={metric}: the run's evaluator ({evaluator.name}) selects on "
-                         f"{evaluator.primary_metric}{also}; name one of them, or leave --best_metric out.")
-
-
-def selection_of(config: TrainConfig, model, evaluator: Optional[Evaluator] = None) -> Optional[Selection]:
-    """What `--publish_best` selects on (None without it); a missing score is an error, never a silent last step."""
-    if not config.run.publish_best:
-        return None
-    metric = best_metric(config, model, evaluator)
-    if metric.startswith(HELDOUT_PREFIX):
-        return Selection(metric, BEST_METRICS[metric], missing="--publish_best needs it from every evaluation.")
-    return Selection(metric, evaluator.greater_is_better,
-                     missing=f"--publish_best needs it from every evaluation; the evaluator ({evaluator.name}) gave "
-                             "none: is its data there?")
-
-
-def selection_record(selection: Selection, metrics: Dict[str, Any]) -> Dict[str, Any]:
-    """config.json's `selection`: the metric, the chosen step and score, and the last step's
-    score; the keys move out of `metrics`, which hold the best evaluation's scores."""
-    report = {key: metrics.pop(key, None) for key in ("best_step", "best_score", "last_step", "last_score")}
-    return {"metric": selection.metric, "higher_is_better": selection.higher_is_better,
-            "step": report["best_step"], "score": report["best_score"],
-            "last_step": report["last_step"], "last_score": report["last_score"]}
-
-
 def train_single_model(ctx: RunContext, prepared=None) -> RunOutcome:
     """The run of every method without its own driver: one model, `run.total_steps` steps.
 
@@ -406,7 +215,7 @@ def train(config: TrainConfig, evaluator: Optional[Evaluator] = None, after_step
     prepared = None if method.driver else prepare_single_model(config, strategy)
     if prepared is not None:  # a driver checks its own evaluation settings
         check_evaluation(config, evaluator, prepared[0])
-    paths = _paths(config, chief)
+    paths = run_paths(config, chief)
     if chief and tf.io.gfile.exists(paths.model_dir):
         raise UserError(
             f"{paths.model_dir} exists and artifacts are never overwritten: run {paths.run_id} is already published "
@@ -451,32 +260,6 @@ def _log_file(log_dir: Optional[str]):
         logger.removeHandler(handler)
         logging.set_verbosity(verbosity)
         handler.close()
-
-
-def draw_curves(paths: RunPaths, method: str):
-    """The run's training curves as PNG bytes, and what `config.json` records about them.
-
-    Drawing is best effort: the curves are a view of the TensorBoard logs, which stay in
-    `paths.log_dir` whatever happens here, so a picture that cannot be drawn (matplotlib
-    missing or failing, unreadable event files) is logged as a warning and recorded as
-    `training_curves_error`, and the trained run is published without it. Writing the
-    picture is part of the atomic publish (see `_train_and_publish`): a file system that
-    fails there fails the publish like any other file, and nothing is left half-written.
-
-    Returns:
-        (PNG bytes or None, {"training_curves": file name or None[, "training_curves_error": str]}).
-    """
-    try:
-        png = plot_training_curves(read_scalars(paths.log_dir), f"run {paths.run_id} ({method})")
-    except Exception as e:  # noqa: BLE001  (any failure to draw must not lose the trained run)
-        reason = f"{type(e).__name__}: {' '.join(str(e).split())}"
-        logging.warning("Run %s: no %s (%s). The TensorBoard logs in %s hold the same scalars; draw them later with "
-                        "common.training.curves.write_training_curves(log_dir, path).", paths.run_id, CURVES_FILE,
-                        reason, paths.log_dir)
-        return None, {"training_curves": None, "training_curves_error": reason}
-    if png is None:
-        return None, {"training_curves": None, "training_curves_error": f"no scalars in {paths.log_dir}"}
-    return png, {"training_curves": CURVES_FILE}
 
 
 def _train_and_publish(config: TrainConfig, context: RunContext, method, prepared) -> Dict[str, Any]:

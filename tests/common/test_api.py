@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 from common import SentenceModel, artifacts, similarity
-from common.models.sources.resolve import resolve_model
+from common.loading.resolve import resolve_model
 from common.export.saved_model import save_encoder_artifact
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common.models.encoder import EncoderConfig
-from common.models.sources import build_encoder
+from common.models.encoder import EncoderConfig, build_encoder
 from common.models.sources.names import minilm_dir
 from fixtures import write_hf_bert_dir
 from numpy_bert import bert_mean_pooled, bert_pooler_output

@@ -96,12 +96,12 @@ def test_a_run_publishes_its_curves_drawn_from_the_scalars_it_logged(tmp_path):
 
 
 def test_a_run_whose_curves_cannot_be_drawn_is_published_without_them(tmp_path, monkeypatch):
-    from common.training import runs
+    from common.training import publishing
 
     def broken(*args, **kwargs):
         raise RuntimeError("matplotlib has no usable backend")
 
-    monkeypatch.setattr(runs, "plot_training_curves", broken)
+    monkeypatch.setattr(publishing, "plot_training_curves", broken)
     settings = _pause_settings(tmp_path, train_epochs=1, train_steps_per_epoch=2, eval_each_epoch=False)
     result = train(registry.build_config("pause", settings))
     model_dir = result["model_dir"]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common.evaluation.embedding import embed_sentences, sort_lengths
+from common.loading.embedding import embed_sentences, sort_lengths
 
 # Lengths in characters and in word pieces disagree on purpose: long words, numbers, accents.
 SENTENCES = [
@@ -54,7 +54,7 @@ def test_batches_hold_sentences_of_neighbouring_token_counts(tiny_encoder):
 
 
 def test_exported_and_resolved_models_carry_their_token_counter(tiny_encoder, tmp_path):
-    from common.models.sources.resolve import resolve_model
+    from common.loading.resolve import resolve_model
     from common.export.saved_model import export_encoder
 
     path = str(tmp_path / "embedding")
@@ -84,8 +84,7 @@ def test_sts_b_test_embeddings_do_not_depend_on_the_sort(data_path):
     own scores, sorted by tokens, are checked against the published ones in test_sts.py)."""
     from common.data.sts import load_stsb
     from common.evaluation.sts import pairs_spearman
-    from common.models.encoder import EncoderConfig
-    from common.models.sources import build_encoder
+    from common.models.encoder import EncoderConfig, build_encoder
 
     encoder = build_encoder(EncoderConfig(spec="random_tiny", seed=1))
     pairs = load_stsb(data_path, "test")

@@ -8,8 +8,7 @@ import tensorflow as tf
 from common.models import hf_weights
 from common.models.bert import BertBackbone
 from common.models.bert_config import BertConfig
-from common.models.encoder import EncoderConfig, SentenceEncoder
-from common.models.sources import build_encoder
+from common.models.encoder import EncoderConfig, SentenceEncoder, build_encoder
 from common.models.masked_lm import MaskedLMHead
 from fixtures import rebuilt_from_config
 

@@ -13,8 +13,7 @@ from packaging.requirements import Requirement
 from common.models.bert import BertBackbone
 from common.models.bert_config import BertConfig
 from common.models.sources.names import TINY_BERT, minilm_dir
-from common.models.encoder import EncoderConfig
-from common.models.sources import build_encoder
+from common.models.encoder import EncoderConfig, build_encoder
 from common.models.sources.fresh import randomize_weights
 from common.export.saved_model import export_encoder
 from fixtures import write_tfhub_bert

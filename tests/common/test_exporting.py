@@ -17,13 +17,12 @@ import pytest
 import tensorflow as tf
 
 from common import SentenceModel
-from common.models.sources.resolve import resolve_encoder, resolve_model
+from common.loading.resolve import resolve_encoder, resolve_model
 from common.export import ExportConfig, export_model
 from common.models.bert import BertBackbone
-from common.models.encoder import SentenceEncoder
+from common.models.encoder import SentenceEncoder, build_encoder
 from common.models.sources.names import minilm_dir
 from common.models.encoder import EncoderConfig
-from common.models.sources import build_encoder
 from common.export.sentence_transformers_folder import tokenizer_json, write_sentence_transformers
 from common.models.tokenization import BertTokenizer, TokenizerConfig
 from common.training import registry
@@ -596,7 +595,7 @@ def test_minilm_tflite_is_within_1e_4_of_the_encoder_on_sts_sentences(minilm_enc
     import random
 
     from common.data.sts import load_all
-    from common.evaluation.embedding import embed_sentences
+    from common.loading.embedding import embed_sentences
     from common.export.tflite import TFLiteEmbedder, tflite_model
 
     sets = load_all(data_path)

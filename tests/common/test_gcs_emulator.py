@@ -13,7 +13,7 @@ import tensorflow as tf
 
 import gcs_stand_in
 from common import artifacts
-from common.models.sources.resolve import resolve_model
+from common.loading.resolve import resolve_model
 from common.export.saved_model import save_encoder_artifact
 from common.training import registry
 from common.training.runs import train

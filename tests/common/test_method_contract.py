@@ -14,8 +14,7 @@ from absl import flags
 from common.data.sampling import StreamSampler, batches_dataset
 from common.data.synthetic import write_sentences
 from common.flags import define_train_flags, train_config_from_flags
-from common.models.encoder import EncoderConfig
-from common.models.sources import build_encoder
+from common.models.encoder import EncoderConfig, build_encoder
 from common.training import registry
 from common.training.config import option
 from common.training.method import MethodModel
@@ -101,7 +100,7 @@ def test_a_flag_of_another_method_is_an_error(toy_method):
 
 def test_flags_given_with_resume_are_refused_not_ignored(tmp_path):
     from common import artifacts
-    from common.training.runs import RUN_CONFIG_FILE
+    from common.training.run_settings import RUN_CONFIG_FILE
 
     config = registry.build_config("simcse", {"model": "random_tiny"})
     ckpt = artifacts.checkpoint_dir(str(tmp_path), "20260101-000000")

@@ -34,9 +34,8 @@ def test_pooler_mode_is_the_backbones_pooler_output():
 
 
 def test_padded_mean_averages_every_position_and_the_encoder_pads_to_its_length():
-    from common.models.encoder import EncoderConfig
+    from common.models.encoder import EncoderConfig, build_encoder
     from common.models.pooling import padded_mean_pool
-    from common.models.sources import build_encoder
 
     seq = tf.constant([[[1.0, 2.0], [3.0, 4.0], [100.0, 100.0]]])
     np.testing.assert_allclose(padded_mean_pool(seq), [[104.0 / 3, 106.0 / 3]])

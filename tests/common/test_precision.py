@@ -11,8 +11,7 @@ import pytest
 import scipy.special
 import tensorflow as tf
 
-from common.models.encoder import EncoderConfig
-from common.models.sources import build_encoder
+from common.models.encoder import EncoderConfig, build_encoder
 from common.models.masked_lm import MaskedLMHead
 from common.models.precision import check_precision, gelu_erf, gelu_float32
 from distributed_checks import ROOT, replica_check
@@ -183,7 +182,7 @@ def test_fp16_one_replica_agrees_with_two_replicas():
 
 
 def test_a_bf16_run_records_its_precision_and_exports_a_float32_model(tmp_path):
-    from common.models.sources.resolve import resolve_model
+    from common.loading.resolve import resolve_model
     from common.training import registry
     from common.training.runs import train
 

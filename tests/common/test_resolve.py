@@ -9,7 +9,7 @@ import tensorflow as tf
 from common import artifacts
 from common.export.saved_model import export_encoder, save_encoder_artifact
 from common.artifacts import model_path
-from common.models.sources.resolve import resolve_model, safe_name
+from common.loading.resolve import resolve_model, safe_name
 
 
 def test_unknown_spec_lists_the_valid_forms():
@@ -18,9 +18,8 @@ def test_unknown_spec_lists_the_valid_forms():
 
 
 def test_a_path_that_does_not_exist_is_named_first_with_a_short_list(tmp_path):
-    from common.models.sources import build_encoder
-    from common.models.encoder import EncoderConfig
-    from common.models.sources.resolve import resolve_encoder
+    from common.models.encoder import EncoderConfig, build_encoder
+    from common.loading.resolve import resolve_encoder
 
     missing = str(tmp_path / "no" / "such")
     for load in (resolve_model, resolve_encoder, lambda m: build_encoder(EncoderConfig(spec=m))):
@@ -105,10 +104,9 @@ LONG = [" ".join(["guitar"] * 60) + " .", "a man plays a guitar .", " ".join(f"w
 
 def test_a_run_is_used_at_the_models_own_length_not_the_one_it_trained_at(tmp_path, monkeypatch):
     from common import SentenceModel
-    from common.models.sources import resolve
+    from common.loading import resolve
     from common.export import ExportConfig, export_model
-    from common.models.encoder import EncoderConfig
-    from common.models.sources import build_encoder
+    from common.models.encoder import EncoderConfig, build_encoder
     from common.training import registry
     from common.training.runs import train
 
@@ -179,7 +177,8 @@ def test_a_run_whose_config_names_an_old_spec_still_loads_and_resumes(tiny_encod
     from common import SentenceModel
     from common.models.sources import names as names_lib
     from common.training import registry
-    from common.training.runs import resume_changes, write_weights
+    from common.training.publishing import write_weights
+    from common.training.run_settings import resume_changes
 
     monkeypatch.setattr(names_lib, "_NOTICED", set())  # as in a new process
     old = str(tmp_path / "old-run")

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common.models.encoder import EncoderConfig
-from common.models.sources import build_encoder
+from common.models.encoder import EncoderConfig, build_encoder
 from common.export.saved_model import export_encoder
 from common.models.masked_lm import MaskedLMHead
 from fixtures import rebuilt_from_config, write_hf_roberta_dir

@@ -168,7 +168,7 @@ def _selecting(tmp_path, **extra):
 
 def _keep_steps(directory, steps, embeddings):
     """after_step: writes the weights of `steps` under directory/<step> and keeps every step's embeddings."""
-    from common.training.runs import write_weights
+    from common.training.publishing import write_weights
 
     def after_step(step, model):
         embeddings[step] = model.encoder(tf.constant(SENTENCES), training=False)["embedding"].numpy()
@@ -262,7 +262,7 @@ def test_publish_best_stops_at_an_evaluation_without_its_metric_rather_than_publ
 
 
 def test_a_resumed_run_may_change_when_it_evaluates_but_not_what_it_selects(tmp_path):
-    from common.training.runs import resume_changes
+    from common.training.run_settings import resume_changes
 
     saved = _selecting(tmp_path)
     assert resume_changes(saved, saved.replace(eval_every=3)) == {"eval_every": 3}

@@ -15,8 +15,7 @@ import tensorflow as tf
 
 from common import SentenceModel
 from common.errors import UserError
-from common.models.encoder import EncoderConfig
-from common.models.sources import build_encoder
+from common.models.encoder import EncoderConfig, build_encoder
 from common.models.sources.names import minilm_dir
 from fixtures import rebuilt_from_config
 
@@ -261,7 +260,7 @@ def test_folder_prompts_apply_as_in_sentence_transformers(hf_dir, tmp_path):
     mine = SentenceModel(folder, prompts={"query": "q: "}, default_prompt_name="document")
     np.testing.assert_allclose(mine.encode(TEXTS), prefixed("passage: "), atol=1e-6)
     np.testing.assert_allclose(mine.encode(TEXTS, prompt_name="query"), prefixed("q: "), atol=1e-6)
-    from common.models.sources.resolve import resolve_model
+    from common.loading.resolve import resolve_model
 
     np.testing.assert_allclose(resolve_model(folder).embed(TEXTS, progress=False), prefixed("query: "), atol=1e-6)
     with pytest.raises(UserError, match=r"default_prompt_name='nope' is not one of the prompts \['document', "):

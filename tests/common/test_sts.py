@@ -77,7 +77,7 @@ def test_missing_data_points_to_the_readme(tmp_path):
 @pytest.mark.large
 def test_minilm_reproduces_the_published_scores(minilm_encoder, data_path):
     """all-MiniLM-L6-v2 in MTEB (embeddings-benchmark/mtebpaper); SICK-R on SentEval's 4927 pairs."""
-    from common.evaluation.embedding import embed_sentences
+    from common.loading.embedding import embed_sentences
 
     fn = minilm_encoder.embedding_function()  # batches sorted by token count
     results = sts.evaluate_sts(lambda s: embed_sentences(fn, s, 128, progress=False), data_path)

@@ -12,8 +12,7 @@ import tensorflow as tf
 
 from common.data.synthetic import write_documents
 from common.models.sources.names import FRESH_BERTS
-from common.models.encoder import EncoderConfig
-from common.models.sources import build_encoder
+from common.models.encoder import EncoderConfig, build_encoder
 from common.training import registry
 from common.training.runs import build_and_compile, train
 from mlm_tf.data import Books, pack_windows, read_books, split_books
@@ -154,7 +153,7 @@ def test_the_unigram_predictor_scores_the_masked_tokens_by_training_frequencies(
 
 def test_publish_best_selects_the_lowest_heldout_loss_without_an_evaluator(tmp_path):
     from common.training.curves import read_scalars
-    from common.training.runs import write_weights
+    from common.training.publishing import write_weights
     from resume_check import saved_weights
 
     smoke = registry.get("mlm").smoke(str(tmp_path / "data"))

@@ -147,8 +147,7 @@ def test_a_paraphrase_tsv_with_a_byte_order_mark_trains_and_its_mistakes_are_ref
 
 def test_the_original_codes_behaviour_trains_and_its_model_keeps_its_padded_length(data_root, tmp_path):
     """The documented set of flags that trains as the original code does (docs/methods/pause.md)."""
-    from common.models.encoder import EncoderConfig
-    from common.models.sources import build_encoder
+    from common.models.encoder import EncoderConfig, build_encoder
 
     original = dict(pooling="padded_mean", lr_decay_from="start", annealing="per_epoch", batch_without_labels="zero",
                     warmup_fraction=0.25)

@@ -2,8 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common.models.encoder import EncoderConfig
-from common.models.sources import build_encoder
+from common.models.encoder import EncoderConfig, build_encoder
 from distributed_checks import assert_replicas_agree, replica_check
 from fixtures import NLI_ROWS
 from common.data.nli import DEFAULT_NLI_TRAIN
@@ -90,7 +89,7 @@ def _numpy_cls_and_mlp(run_dir, cls):
 def test_a_published_run_scores_with_the_official_test_time_pooler(mode, tmp_path):
     """unsup: [CLS] before the MLP (official `cls_before_pooler`); sup: [CLS] -> MLP (`cls`, BERT's pooler)."""
     from common import SentenceModel
-    from common.models.sources.resolve import resolve_encoder, resolve_model
+    from common.loading.resolve import resolve_encoder, resolve_model
     from common.training.runs import train
 
     settings = {**registry.get("simcse").smoke(str(tmp_path / "data")), "artifacts_dir": str(tmp_path / "artifacts"),

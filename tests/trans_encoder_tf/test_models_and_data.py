@@ -90,8 +90,8 @@ def test_cross_encoder_savedmodel_equals_the_model_without_project_code(config, 
         export_cross_encoder([model], path)
     # Loaded through test_sts.py's resolver: the pair counter that scoring sorts batches by comes along,
     # and sorted scoring gives each pair the score it gets alone.
-    from common.evaluation.embedding import score_sentence_pairs
-    from common.models.sources.resolve import resolve_cross_model
+    from common.loading.embedding import score_sentence_pairs
+    from common.loading.resolve import resolve_cross_model
 
     scorer = resolve_cross_model(path)
     counts = scorer.score_fn.token_counts(tf.constant(first), tf.constant(second)).numpy()

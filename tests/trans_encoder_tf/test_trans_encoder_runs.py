@@ -168,11 +168,10 @@ def test_a_trained_run_id_is_a_start_encoder(tmp_path):
     import tensorflow as tf
 
     from common import artifacts
-    from common.models.encoder import EncoderConfig
-    from common.models.sources import build_encoder
+    from common.models.encoder import EncoderConfig, build_encoder
     import dataclasses
 
-    from common.training.runs import write_weights
+    from common.training.publishing import write_weights
     from trans_encoder_tf.method import build_start_encoder
 
     encoder = build_encoder(EncoderConfig(spec="random_tiny", max_seq_len=16, seed=5))

@@ -21,7 +21,7 @@ recognised (keras-hub's table of `convert_<arch>` modules). It defines:
   `SentenceEncoder`, rebuilt at any length and precision, or an embedding function
   (1-D strings -> [batch, dim]) that computes as it was exported and refuses the others.
 
-`common.export.export_model` writes through the table, `common.models.sources.resolve` reads
+`common.export.export_model` writes through the table, `common.loading.resolve` reads
 through it; neither names a format.
 """
 

@@ -42,7 +42,7 @@ DESCRIPTION = ("the embedding SavedModel a run publishes (strings -> embeddings,
                "TensorFlow and tensorflow-text only)")
 QUANTIZATIONS = ("none",)
 SIGNATURE = "serving_default"
-# Where a run's directory keeps it (`common.models.sources.resolve.EMBEDDING_SUBDIR`).
+# Where a run's directory keeps it (`common.loading.resolve.EMBEDDING_SUBDIR`).
 _RUN_SUBDIR = "embedding"
 
 
@@ -68,7 +68,7 @@ def save_embedding_model(encoder: SentenceEncoder, path: str) -> None:
     root.trainable_variables = [v.value for v in encoder.trainable_variables]
     # The encoders have no weight regularizers (weight decay is the optimizer's).
     root.regularization_losses = []
-    # What a caller asking for a length is compared with (`common.models.sources.resolve`).
+    # What a caller asking for a length is compared with (`common.loading.resolve`).
     setattr(root, LENGTH_ATTRIBUTE, tf.Variable(encoder.tokenizer.config.max_seq_len, trainable=False,
                                                 dtype=tf.int32, name=LENGTH_ATTRIBUTE))
     # A byte-level BPE tokenizer looks its merges and vocabulary up in hash tables, which the

@@ -46,9 +46,8 @@ from common.models import hf_weights
 from common.models import st_folder
 from common.models.bert import BertBackbone
 from common.models.bpe_tokenization import ROBERTA_SPECIAL_TOKENS, ByteLevelBpeTokenizer
-from common.models.encoder import EncoderConfig, SentenceEncoder
+from common.models.encoder import EncoderConfig, SentenceEncoder, build_encoder
 from common.models.pooling import PADDED_MEAN
-from common.models.sources import build_encoder
 from common.models.sources.hf_folder import is_hf_bert_dir
 from common.models.tokenization import SPECIAL_TOKENS
 

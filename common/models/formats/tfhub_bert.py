@@ -46,8 +46,7 @@ import tensorflow as tf
 from common import artifacts, compat
 from common.errors import UserError
 from common.models.bert import BertBackbone
-from common.models.encoder import EncoderConfig, SentenceEncoder, inference_encoder
-from common.models.sources import build_encoder
+from common.models.encoder import EncoderConfig, SentenceEncoder, build_encoder, inference_encoder
 from common.models.sources.exported import is_saved_model_dir
 from common.models.tokenization import BertTokenizer
 

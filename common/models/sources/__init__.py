@@ -1,4 +1,4 @@
-"""Any `--model` to a model: one module per kind of source, one table that tells them apart.
+"""Any encoder spec to its encoder: one module per kind of source, one table that tells them apart.
 
 | kind | what `--model` names | module |
 | --- | --- | --- |
@@ -8,10 +8,11 @@
 | artifact | a run ID, "latest" or a train.py run's directory | `artifact` |
 | exported | an embedding or cross-encoder SavedModel, a TFLite model (scored, not rebuilt) | `exported` |
 
-`build_encoder` builds the Keras encoder of the first four; `resolve.resolve_model` turns any
-`--model` into an embedding function (the scripts, the API), `resolve.resolve_cross_model` into a
-pair scorer and `resolve.resolve_encoder` into the encoder to export. Run IDs, "latest" and
-`gs://` paths become directories in `common.artifacts.model_path`.
+`build` builds the Keras encoder of the first four, of the class it is given
+(`common.models.build_encoder` and `SentenceEncoder.from_preset` give theirs, as keras-hub's
+`from_preset` hands its class to the preset loader), so that no source imports the encoder it
+builds. Exported models are not rebuilt: `common.loading` reads them (`exported`, the readers of
+`common.models.formats`) and turns any `--model` (run IDs, "latest", exports, specs) into what embeds.
 
 `max_seq_len` means one thing everywhere: the tokens (special ones included) the encoder
 truncates at; None takes the model's own (`parts.max_seq_len_of`). Training passes its
@@ -23,13 +24,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Callable, Tuple
+from typing import Callable, Tuple, Type, TypeVar
 
 import tensorflow as tf
 
 from common.errors import UserError
 from common.models import precision as precision_lib
-from common.models.encoder import EncoderConfig, SentenceEncoder
+from common.models.encoder_config import EncoderConfig
 from common.models.sources import artifact, fresh, hf_folder, hub
 from common.models.sources.exported import is_saved_model_dir
 from common.models.sources.names import FRESH_BERTS, VALID_SPECS_HELP, canonical_spec, minilm_dir, missing_path_error
@@ -40,6 +41,8 @@ FOLDER_KINDS: Tuple[Tuple[str, Callable[[str], bool]], ...] = (
     ("artifact", artifact.is_artifact_dir), ("hf", hf_folder.is_hf_bert_dir), ("hub", is_saved_model_dir))
 # How each kind of source becomes its parts (the artifact kind rebuilds its start, then reads its weights).
 LOADERS = {"fresh": fresh.load, "hf": hf_folder.load, "hub": hub.load}
+# The encoder class a caller builds (`SentenceEncoder` or a subclass).
+Encoder = TypeVar("Encoder")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,15 +89,9 @@ def locate_spec(spec: str) -> Source:
     raise UserError(f"Unknown encoder spec {spec!r}; {VALID_SPECS_HELP}.")
 
 
-def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
-    """Builds the sentence encoder a spec names, with its weights loaded.
-
-    Example:
-        >>> import tensorflow as tf
-        >>> from common.models import EncoderConfig, build_encoder
-        >>> encoder = build_encoder(EncoderConfig(spec="random_tiny", max_seq_len=128))  # or "minilm", a folder, a run
-        >>> encoder.embed_strings(tf.constant(["A man plays a guitar."])).shape
-        TensorShape([1, 32])
+def build(cls: Type[Encoder], config: EncoderConfig) -> Encoder:
+    """Builds the encoder of class `cls` that `config.spec` names, with its weights loaded
+    (`common.models.build_encoder` is this for `SentenceEncoder`).
 
     `config.precision` None takes Keras' global dtype policy (`common.models.precision.resolve_precision`);
     the encoder records the precision it computes in.
@@ -112,9 +109,9 @@ def build_encoder(config: EncoderConfig = EncoderConfig()) -> SentenceEncoder:
         # where an explicit bf16 or fp16 is refused by `hub.load`.
         precision = precision_lib.DEFAULT_PRECISION if source.kind == "hub" else precision_lib.global_precision()
         config = dataclasses.replace(config, precision=precision)
-    if source.kind == "artifact":
-        return artifact.load(source.location, config)
-    return assemble(LOADERS[source.kind](source.location, config), config)
+    if source.kind == "artifact":  # the run's start is any source, its weights the run's
+        return artifact.restore(build(cls, artifact.start_config(source.location, config)), source.location)
+    return assemble(cls, LOADERS[source.kind](source.location, config), config)
 
 
-__all__ = ["EncoderConfig", "FOLDER_KINDS", "LOADERS", "SentenceEncoder", "Source", "build_encoder", "locate_spec"]
+__all__ = ["FOLDER_KINDS", "LOADERS", "Source", "build", "locate_spec"]

@@ -1,20 +1,23 @@
 """A model trained by train.py: its directory (`config.json` + `weights/`), found by run ID, `latest`
-or path. The encoder is rebuilt from what the run started from, with the run's trained weights."""
+or path. The encoder is rebuilt from what the run started from (`start_config`, built by
+`common.models.sources.build` as any source), then given the run's trained weights (`restore`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Tuple
+from typing import Any, Tuple, TypeVar
 
 import tensorflow as tf
 from absl import logging
 
 from common.artifacts import join
-from common.models.encoder import USAGE_FIELDS, EncoderConfig, SentenceEncoder
+from common.models.encoder_config import USAGE_FIELDS, EncoderConfig
 from common.models.pooling import PADDED_MEAN
 
 WEIGHTS_SUBDIR = "weights"
+# The encoder restored (a `SentenceEncoder`), built by the caller.
+Encoder = TypeVar("Encoder")
 
 
 def _read_json(path: str) -> Any:
@@ -35,8 +38,8 @@ def trained_on(path: str) -> Tuple[str, ...]:
     return tuple(_read_json(record).get("trained_on_evaluation_data", ()))
 
 
-def load(path: str, config: EncoderConfig) -> SentenceEncoder:
-    """The encoder the run at `path` started from, with the run's trained weights.
+def start_config(path: str, config: EncoderConfig) -> EncoderConfig:
+    """The EncoderConfig of the encoder the run at `path` started from, as `config` uses it.
 
     The architecture, vocabulary, pooling and normalisation are the run's (pooling and
     normalisation unless `config` sets them). How the encoder is used (USAGE_FIELDS) is
@@ -44,17 +47,21 @@ def load(path: str, config: EncoderConfig) -> SentenceEncoder:
     are recorded in its config.json, not inherited, so None takes the model's own
     (`model_max_seq_len`, `model_dropout`: those of the model the run started from), except
     that a run that pooled by "padded_mean" keeps its length, the positions its mean is over.
-    A Trans-Encoder run's bi-encoder is the encoder it holds beside the cross-encoder.
     """
-    from common.models.sources import build_encoder  # the run's start is any source
-
     saved = EncoderConfig(**_read_json(join(path, "config.json"))["encoder"])
     usage = {k: getattr(config, k) for k in USAGE_FIELDS}
     model = {k: v for k, v in (("pooling", config.pooling), ("normalize", config.normalize)) if v is not None}
     if model.get("pooling", saved.pooling) == PADDED_MEAN and usage["max_seq_len"] is None:
         # The mean is over every position of inputs padded to the trained length: it is the model's.
         usage["max_seq_len"] = saved.max_seq_len
-    encoder = build_encoder(dataclasses.replace(saved, **usage, **model))
+    return dataclasses.replace(saved, **usage, **model)
+
+
+def restore(encoder: Encoder, path: str) -> Encoder:
+    """`encoder` (built from `start_config`) with the trained weights of the run at `path`.
+
+    A Trans-Encoder run's bi-encoder is the encoder it holds beside the cross-encoder.
+    """
     prefix = tf.train.latest_checkpoint(join(path, WEIGHTS_SUBDIR))
     if prefix is None:
         raise FileNotFoundError(f"{path}/{WEIGHTS_SUBDIR}: no weights checkpoint; "

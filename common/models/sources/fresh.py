@@ -12,7 +12,7 @@ from common.artifacts import join
 from common.errors import UserError
 from common.models.bert import BertBackbone
 from common.models.bert_config import BertConfig
-from common.models.encoder import EncoderConfig
+from common.models.encoder_config import EncoderConfig
 from common.models.sources.names import FRESH_BERTS, TINY_BERT, minilm_dir
 from common.models.sources.parts import Parts
 from common.models.tokenization import BertTokenizer, TokenizerConfig, read_vocabulary

@@ -17,7 +17,7 @@ from common.models import st_folder
 from common.models.bert import BertBackbone
 from common.models.bert_config import BertConfig
 from common.models.bpe_tokenization import ByteLevelBpeTokenizer, read_bpe_files, read_tokenizer_json
-from common.models.encoder import EncoderConfig
+from common.models.encoder_config import EncoderConfig
 from common.models.sources.parts import Parts
 from common.models.tokenization import (BertTokenizer, TokenizerConfig, read_vocabulary,
                                         read_wordpiece_tokenizer_json)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from common.errors import UserError
 from common.models import precision as precision_lib
-from common.models.encoder import EncoderConfig
+from common.models.encoder_config import EncoderConfig
 from common.models.hub_backbone import TFHUB_HANDLES, HubBertBackbone, is_hub_handle
 from common.models.sources.parts import Parts
 from common.models.tokenization import BertTokenizer, TokenizerConfig, read_vocabulary

@@ -7,12 +7,15 @@ settles the length, pooling and normalisation the same way for all of them.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Type, TypeVar
 
 import numpy as np
 
 from common.models import st_folder
-from common.models.encoder import EncoderConfig, SentenceEncoder
+from common.models.encoder_config import EncoderConfig
+
+# The encoder class assembled (`SentenceEncoder` or a subclass), given by the caller.
+Encoder = TypeVar("Encoder")
 
 
 @dataclasses.dataclass
@@ -59,15 +62,16 @@ def max_seq_len_of(parts: Parts, asked: Optional[int]) -> int:
     return length
 
 
-def assemble(parts: Parts, config: EncoderConfig) -> SentenceEncoder:
-    """The SentenceEncoder of `parts`, as `config` asks (None fields take the model's own)."""
+def assemble(cls: Type[Encoder], parts: Parts, config: EncoderConfig) -> Encoder:
+    """The encoder of class `cls` (a `SentenceEncoder`) of `parts`, as `config` asks (None fields take
+    the model's own)."""
     max_seq_len = max_seq_len_of(parts, config.max_seq_len)
     settings = parts.settings
     pooling = config.pooling or settings.pooling or "mean"
     normalize = settings.normalize if config.normalize is None else config.normalize
     resolved = dataclasses.replace(config, max_seq_len=max_seq_len, pooling=pooling, normalize=normalize)
-    return SentenceEncoder(parts.tokenizer(max_seq_len), parts.backbone, pooling, normalize, resolved,
-                           parts.head_tensors, declared_max_seq_len=parts.declared_max_seq_len,
-                           model_dropout=parts.model_dropout, dense_layers=parts.dense_layers,
-                           include_prompt=settings.include_prompt, prompts=settings.prompts,
-                           default_prompt_name=settings.default_prompt_name, name="sentence_encoder")
+    return cls(parts.tokenizer(max_seq_len), parts.backbone, pooling, normalize, resolved,
+               parts.head_tensors, declared_max_seq_len=parts.declared_max_seq_len,
+               model_dropout=parts.model_dropout, dense_layers=parts.dense_layers,
+               include_prompt=settings.include_prompt, prompts=settings.prompts,
+               default_prompt_name=settings.default_prompt_name, name="sentence_encoder")

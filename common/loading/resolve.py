@@ -21,10 +21,9 @@ from absl import logging
 from common import artifacts
 from common.artifacts import LATEST, model_path
 from common.errors import UserError
-from common.evaluation.embedding import embed_sentences, score_sentence_pairs
+from common.loading.embedding import embed_sentences, score_sentence_pairs
 from common.models import formats
-from common.models.encoder import EncoderConfig, SentenceEncoder
-from common.models.sources import build_encoder
+from common.models.encoder import EncoderConfig, SentenceEncoder, build_encoder
 from common.models.sources.artifact import is_artifact_dir, trained_on as _trained_on
 from common.models.sources.exported import (cross_saved_model as _cross_saved_model,
                                             embedding_saved_model as _embedding_saved_model,
