@@ -17,7 +17,8 @@ Rows, from each of `--starts` (its learning rate from `--train_lrs`) and, when t
   from the kept labels, as the CLI does);
 - simcse: unsup SimCSE on the pool's sentences (every train sentence outside the dev set).
 
-Each trained run scores the dev set every `--eval_every` steps with the evaluator `train.py --dev_data`
+Each trained run scores the dev set every `--pause_eval_every` or `--simcse_eval_every` steps with the
+evaluator `train.py --dev_data`
 builds for 0/1 labels (primary metric dev_average_precision) and publishes its best step
 (`--publish_best`). Every model is scored on MRPC test as `test_sts.py --pairs` scores 0/1 pairs:
 average precision, and F1 and accuracy at their best cosine thresholds. Each claim ("PAUSE above
@@ -75,11 +76,11 @@ def define_flags() -> None:
     """The benchmark's flags, defined when it runs, not at import (see bench/harness.py)."""
     flags.DEFINE_string("data_path", "data", "Data root (downstream/MRPC/; a --starts path not found as given is "
                         "looked up under it).")
-    flags.DEFINE_string("artifacts_dir", os.path.join("artifacts", "your_task"), "Where the split files, the runs "
+    flags.DEFINE_string("artifacts_dir", "artifacts/your_task", "Where the split files, the runs "
                         "and scores.json are written.")
-    flags.DEFINE_string("results_dir", os.path.join("docs", "benchmarks", "your_task"), "Where the page (README.md), "
+    flags.DEFINE_string("results_dir", "docs/benchmarks/your_task", "Where the page (README.md), "
                         "its figure and results.json are written.")
-    flags.DEFINE_list("starts", ["minilm", os.path.join("starts", "bert_mini_books")], "Models every row starts "
+    flags.DEFINE_list("starts", ["minilm", "starts/bert_mini_books"], "Models every row starts "
                       "from (--model values).")
     flags.DEFINE_list("train_lrs", ["2e-5", "1e-4"], "Peak learning rate of the trained rows, one per --starts: "
                       "MiniLM's own fine-tuning rate (sentence-transformers' 2e-5) and the reproduction ladder's "
@@ -89,13 +90,18 @@ def define_flags() -> None:
     flags.DEFINE_integer("split_seed", 0, "Seed of the dev split and of the labels kept.")
     flags.DEFINE_float("dev_percent", 10.0, "Percent of MRPC train held out as the user's dev set.")
     flags.DEFINE_float("label_percent", 5.0, "Percent of the remaining pairs (the pool) that keep their label.")
-    flags.DEFINE_integer("pause_steps", 300, "PAUSE and supervised-only steps of --pause_batch pairs.",
-                         lower_bound=1)
+    # The budgets come from the dev curves of the probe page (docs/benchmarks/your_task/probe/README.md), which
+    # the page's setting paragraph quotes: each default lies past the step where the probe's dev AP peaked.
+    flags.DEFINE_integer("pause_steps", 200, "PAUSE and supervised-only steps of --pause_batch pairs (past the "
+                         "probe's dev peak and the memorisation of the kept labels).", lower_bound=1)
     flags.DEFINE_integer("pause_batch", 32, "PAUSE and supervised-only: pairs per step.", lower_bound=2)
-    flags.DEFINE_integer("simcse_steps", 300, "SimCSE steps of --simcse_batch sentences.", lower_bound=1)
+    flags.DEFINE_integer("simcse_steps", 400, "SimCSE steps of --simcse_batch sentences (past the probe's "
+                         "plateau).", lower_bound=1)
     flags.DEFINE_integer("simcse_batch", 64, "SimCSE: sentences per step (the paper's 64).", lower_bound=2)
-    flags.DEFINE_integer("eval_every", 25, "Steps between dev evaluations of every trained run; the best is "
-                         "published.", lower_bound=1)
+    flags.DEFINE_integer("pause_eval_every", 10, "PAUSE and supervised-only: steps between dev evaluations (the "
+                         "best is published); fine, for an early peak.", lower_bound=1)
+    flags.DEFINE_integer("simcse_eval_every", 25, "SimCSE: steps between dev evaluations (the best is published).",
+                         lower_bound=1)
     flags.DEFINE_integer("max_seq_len", 64, "Training length in tokens (no MRPC sentence has more than 54 with "
                          "either start's vocabulary); models are scored untruncated.", lower_bound=8)
     from simcse_tf.config import POOLINGS
@@ -221,13 +227,17 @@ class Plan:
     pause_batch: int
     simcse_steps: int
     simcse_batch: int
-    eval_every: int
+    pause_eval_every: int
+    simcse_eval_every: int
     max_seq_len: int
     simcse_pooling: str
     checkpoint_every: int = 50
 
     def steps(self, kind: str) -> int:
         return self.simcse_steps if kind == "simcse" else self.pause_steps
+
+    def eval_every(self, kind: str) -> int:
+        return self.simcse_eval_every if kind == "simcse" else self.pause_eval_every
 
     def run_name(self, label: str, kind: str, seed: int) -> str:
         """A run's folder: its budget and learning rate in the name, so a run of other settings is not reused."""
@@ -238,7 +248,7 @@ class Plan:
         files = split["files"]
         run = dict(model=self.starts[label], train_data=(files["pool"],), max_seq_len=self.max_seq_len,
                    train_epochs=1, train_steps_per_epoch=self.steps(kind), train_lr=self.lrs[label], seed=seed,
-                   eval_every=self.eval_every, publish_best=True, dev_data=files["dev"], dev_columns=PAIR_COLUMNS,
+                   eval_every=self.eval_every(kind), publish_best=True, dev_data=files["dev"], dev_columns=PAIR_COLUMNS,
                    log_every=5, checkpoint_every=self.checkpoint_every)
         if kind == "simcse":
             return dict(run, columns=TRAIN_COLUMNS[:2], batch_size=self.simcse_batch, pooling=self.simcse_pooling)
@@ -264,7 +274,8 @@ def plan_from_flags() -> Plan:
     starts = {start_label(s): resolve_start(s, FLAGS.data_path) for s in FLAGS.starts}
     return Plan(starts=starts, lrs=dict(zip(starts, lrs)), seeds=seeds, pause_steps=FLAGS.pause_steps,
                 pause_batch=FLAGS.pause_batch, simcse_steps=FLAGS.simcse_steps, simcse_batch=FLAGS.simcse_batch,
-                eval_every=FLAGS.eval_every, max_seq_len=FLAGS.max_seq_len, simcse_pooling=FLAGS.simcse_pooling)
+                pause_eval_every=FLAGS.pause_eval_every, simcse_eval_every=FLAGS.simcse_eval_every,
+                max_seq_len=FLAGS.max_seq_len, simcse_pooling=FLAGS.simcse_pooling)
 
 
 def row_name(label: str, kind: str, seed: Optional[int] = None) -> str:
@@ -487,7 +498,8 @@ def estimate(scores: Dict[str, Any], plan: Plan, label: str, kind: str) -> Optio
         return None
     start = scores.get(row_name(label, "start"), {})
     steps = plan.steps(kind)
-    evals = steps // plan.eval_every + (steps % plan.eval_every > 0)
+    every = plan.eval_every(kind)
+    evals = steps // every + (steps % every > 0)
     return (steps * sum(probe["seconds_per_step"].values()) + evals * start.get("dev_seconds", 0.0)
             + start.get("test_seconds", 0.0))
 
@@ -591,6 +603,43 @@ def plot_curves(scores: Dict[str, Any], plan: Plan, out_dir: str) -> Optional[st
     return path
 
 
+PROBE_PAGE = os.path.join("probe", "README.md")  # beside the page: the run its budgets were chosen from
+NEAR_BEST = 0.5  # dev AP points: where a probe's curve has reached its plateau
+
+
+def probe_lines(results_dir: str, plan: Plan) -> List[str]:
+    """Where the budgets come from: the probe page's settings and the steps at which its dev AP peaked."""
+    record = os.path.join(results_dir, os.path.dirname(PROBE_PAGE), "results.json")
+    if not os.path.exists(record):
+        return []
+    with open(record) as f:
+        probe = json.load(f)
+    run, scores = probe["plan"], probe["scores"]
+    peaks = []
+    for kind in TRAINED:
+        curves = [e["curves"]["dev_ap"] for name, e in sorted(scores.items())
+                  if name.startswith(tuple(f"{label} {kind} seed " for label in run["starts"]))
+                  and (e.get("curves") or {}).get("dev_ap")]
+        if not curves:
+            continue
+        # The best step, and the first step whose dev AP came within NEAR_BEST points of the best.
+        found = []
+        for curve in curves:
+            best = max(curve, key=lambda p: p[1])
+            near = next(step for step, value in curve if 100 * value >= 100 * best[1] - NEAR_BEST)
+            found.append(f"step {best[0]} ({100 * best[1]:.2f}; within {NEAR_BEST:g} of it from step {near})")
+        peaks.append(f"{TITLES[kind].split(' (')[0]} at {', '.join(found)} of "
+                     f"{run['simcse_steps' if kind == 'simcse' else 'pause_steps']}")
+    if not peaks:
+        return []
+    return ["", f"The budgets were chosen from the dev curves of [a probe]({PROBE_PAGE}) (from "
+            f"{', '.join(run['starts'])}, seed{'s' if len(run['seeds']) > 1 else ''} "
+            f"{', '.join(str(s) for s in run['seeds'])}, dev AP every {run['pause_eval_every']} (PAUSE, "
+            f"supervised-only) or {run['simcse_eval_every']} (SimCSE) steps): its best dev AP came for "
+            f"{'; '.join(peaks)}. Here PAUSE and supervised-only train {plan.pause_steps} steps and score the dev "
+            f"set every {plan.pause_eval_every}; SimCSE {plan.simcse_steps} steps, every {plan.simcse_eval_every}."]
+
+
 def setting_lines(scores: Dict[str, Any], plan: Plan) -> List[str]:
     split = scores.get("_split")
     lines = []
@@ -602,11 +651,12 @@ def setting_lines(scores: Dict[str, Any], plan: Plan) -> List[str]:
             f"({split['label_percent']:g} %, {split['labelled_positives']:,} paraphrases) keep their label and "
             f"{split['unlabelled']:,} are unlabelled (an empty label cell). Test: MRPC test as it ships.")
     lines += [
-        "", "Every trained row reads the pool file with `--columns` and `--labels=0,1` as a user's run does, scores "
-        f"the dev set every {plan.eval_every} steps (`--dev_data`, dev average precision) and publishes its best "
-        f"step (`--publish_best`). PAUSE and supervised-only: {plan.pause_steps} steps of {plan.pause_batch} pairs "
-        "(PAUSE's batches mix labelled and unlabelled pairs by the estimated class priors; supervised-only's are all "
-        f"labelled, with no PU term). SimCSE unsup: {plan.simcse_steps} steps of {plan.simcse_batch} pool sentences, "
+        "", "Every trained row reads the pool file with `--columns` (and `--labels=0,1`) as a user's run does, "
+        "scores the dev set every few steps (`--dev_data`, dev average precision) and publishes its best step "
+        f"(`--publish_best`). PAUSE and supervised-only: {plan.pause_steps} steps of {plan.pause_batch} pairs, dev "
+        f"AP every {plan.pause_eval_every} (PAUSE's batches mix labelled and unlabelled pairs by the class priors "
+        "estimated from the kept labels; supervised-only's are all labelled, with no PU term). SimCSE unsup: "
+        f"{plan.simcse_steps} steps of {plan.simcse_batch} pool sentences, dev AP every {plan.simcse_eval_every}, "
         f"`--pooling={plan.simcse_pooling}`. Training length {plan.max_seq_len} tokens; peak learning rates "
         + ", ".join(f"{label} {lr:g}" for label, lr in plan.lrs.items())
         + ". Every model is scored untruncated on MRPC test, as `test_sts.py --pairs` scores 0/1 pairs: average "
@@ -630,12 +680,13 @@ def write_results(scores: Dict[str, Any], plan: Plan, results_dir: str, command:
                   missing: Dict[str, str]) -> str:
     """The page (`results_dir`/README.md), its figure and results.json; returns the page's text."""
     found = claims(scores, plan)
-    lines = pages.header("Your task: MRPC paraphrases with 5 % of the labels", "bench.your_task", command,
+    split = scores.get("_split") or {}
+    labels = f"{split['label_percent']:g} % of the labels" if split else "few labels"
+    lines = pages.header(f"Your task: MRPC paraphrases with {labels}", "bench.your_task", command,
                          results_dir=results_dir)
-    lines += setting_lines(scores, plan) + ["", "## Results", "", *table(scores, plan, missing), "",
-                                            "## What helps here", "", *plain_lines(found, plan), "",
-                                            verdicts.RULES + " Here every claim is judged on test AP.", "",
-                                            *[v.line() for v in found], ""]
+    lines += [*setting_lines(scores, plan), *probe_lines(results_dir, plan), "", "## Results", "",
+              *table(scores, plan, missing), "", "## What helps here", "", *plain_lines(found, plan), "",
+              verdicts.RULES + " Here every claim is judged on test AP.", "", *[v.line() for v in found], ""]
     curves = curve_lines(scores, plan)
     if curves:
         lines += ["## Over training", "", "Dev AP x100 at the first evaluation, at the best one (the published "

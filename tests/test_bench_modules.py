@@ -61,7 +61,7 @@ def test_each_benchmark_defines_its_flags_when_it_runs():
     assert {"results_dir"} <= own["bench.sts_floor"] & own["bench.export_bench"] & own["bench.mlm_throughput"]
     assert {"results_dir"} <= own["bench.vs_sentence_transformers"] & own["bench.st6_folder_parity"]
     assert {"rows", "seeds", "steps", "start", "work_dir", "allow_loaded", "results_dir"} <= own["bench.parity"]
-    assert {"starts", "train_lrs", "seeds", "pause_steps", "simcse_steps", "eval_every", "results_dir"} <= own[
+    assert {"starts", "train_lrs", "seeds", "pause_steps", "simcse_steps", "pause_eval_every", "results_dir"} <= own[
         "bench.your_task"]
 
 

@@ -39,7 +39,8 @@ def write_mrpc(root: str, train: int = 40, test: int = 12, seed: int = 0) -> str
 
 def tiny_plan(**changes) -> your_task.Plan:
     settings = dict(starts={"random_tiny": "random_tiny"}, lrs={"random_tiny": 1e-3}, seeds=[0], pause_steps=4,
-                    pause_batch=8, simcse_steps=4, simcse_batch=8, eval_every=2, max_seq_len=32,
+                    pause_batch=8, simcse_steps=4, simcse_batch=8, pause_eval_every=2, simcse_eval_every=2,
+                    max_seq_len=32,
                     simcse_pooling="mean", checkpoint_every=2)
     return your_task.Plan(**{**settings, **changes})
 
@@ -143,6 +144,12 @@ def _scores(pause_shift: float, simcse_loss: float = 1.0):
 
 def test_the_page_gives_a_verdict_per_claim_and_says_what_helps(tmp_path):
     plan = tiny_plan(starts={"m": "m", "other": "other"}, lrs={"m": 1e-3, "other": 1e-3}, seeds=[0, 1, 2])
+    probe = tmp_path / "page" / "probe"
+    probe.mkdir(parents=True)
+    (probe / "results.json").write_text(json.dumps({
+        "plan": dict(starts={"m": "m"}, seeds=[0], pause_steps=600, simcse_steps=500,
+                     pause_eval_every=25, simcse_eval_every=25),
+        "scores": {"m pause seed 0": {"curves": {"dev_ap": [[25, 0.8], [50, 0.9], [75, 0.85]]}}}}))
     text = your_task.write_results(_scores(0.05), plan, str(tmp_path / "page"), "python -m bench.your_task", {})
     results = json.load(open(tmp_path / "page" / "results.json"))
     claims = {c["claim"]: c["outcome"] for c in results["claims"]}
@@ -155,6 +162,9 @@ def test_the_page_gives_a_verdict_per_claim_and_says_what_helps(tmp_path):
     assert "| other | supervised-only (kept labels) | - | NOT RUN (no score yet) |" in text
     assert "- From m: Helps: adding the unlabelled pool" in text and "Cannot be told from seed noise: unsup" in text
     assert "- From other: Not run yet:" in text and "Verdict rules:" in text
+    assert ("chosen from the dev curves of [a probe](probe/README.md) (from m, seed 0, dev AP every 25 (PAUSE, "
+            "supervised-only) or 25 (SimCSE) steps): its best dev AP came for PAUSE at step 50 (90.00; within 0.5 "
+            "of it from step 50) of 600. Here PAUSE") in text
     assert (tmp_path / "page" / "dev_curves.png").exists() and "![dev_curves.png](dev_curves.png)" in text
     # PAUSE below supervised-only is said as plainly; a SimCSE run at chance is no evidence either way.
     text = your_task.write_results(_scores(-0.05, simcse_loss=your_task.np.log(8)), plan, str(tmp_path / "p2"),
@@ -184,7 +194,8 @@ def test_the_script_trains_scores_and_reuses_its_rows_on_the_fixture(tmp_path):
     args = [sys.executable, "-m", "bench.your_task", f"--data_path={data}", "--starts=random_tiny",
             "--rows=start,supervised,simcse",
             "--train_lrs=1e-3", "--seeds=0", "--pause_steps=2", "--pause_batch=8", "--simcse_steps=2",
-            "--simcse_batch=8", "--eval_every=1", "--max_seq_len=32", "--label_percent=20",
+            "--simcse_batch=8", "--pause_eval_every=1", "--simcse_eval_every=1", "--max_seq_len=32",
+            "--label_percent=20",
             f"--artifacts_dir={tmp_path / 'art'}", f"--results_dir={tmp_path / 'page'}"]
     proc = subprocess.run(args, cwd=ROOT, env=ENV, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
