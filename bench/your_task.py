@@ -422,16 +422,18 @@ PLAIN = {"PAUSE above supervised-only": "adding the unlabelled pool to the kept 
 
 def plain_lines(found: List[verdicts.Verdict], plan: Plan) -> List[str]:
     """What helps a user here and what does not, per start, in words."""
+    groups = (("helps", verdicts.HELD), ("does not help (below)", verdicts.NOT_HELD),
+              ("cannot be told from seed noise", verdicts.NOT_TESTABLE), ("too few seeds yet to tell", "seeds"),
+              ("not run yet", verdicts.NOT_RUN))
     lines = []
     for label in plan.starts:
-        said = {}
+        said: Dict[str, List[str]] = {}
         for v in found:
             if v.claim.startswith(f"{label}: "):
-                said.setdefault(v.outcome, []).append(PLAIN[v.claim.split(": ", 1)[1]])
-        parts = [f"{what}: {'; '.join(said[outcome])}" for outcome, what in (
-            (verdicts.HELD, "helps"), (verdicts.NOT_HELD, "does not help (below)"),
-            (verdicts.NOT_TESTABLE, "cannot be told from seed noise"), (verdicts.NOT_RUN, "not run yet"))
-            if said.get(outcome)]
+                # NOT TESTABLE for want of seeds is not a finding about noise: said apart.
+                group = "seeds" if v.outcome == verdicts.NOT_TESTABLE and "fewer than" in v.detail else v.outcome
+                said.setdefault(group, []).append(PLAIN[v.claim.split(": ", 1)[1]])
+        parts = [f"{what}: {'; '.join(said[group])}" for what, group in groups if said.get(group)]
         lines.append(f"- From {label}: " + ". ".join(p[0].upper() + p[1:] for p in parts) + ".")
     return lines
 

@@ -166,6 +166,9 @@ def test_the_page_gives_a_verdict_per_claim_and_says_what_helps(tmp_path):
             "supervised-only) or 25 (SimCSE) steps): its best dev AP came for PAUSE at step 50 (90.00; within 0.5 "
             "of it from step 50) of 600. Here PAUSE") in text
     assert (tmp_path / "page" / "dev_curves.png").exists() and "![dev_curves.png](dev_curves.png)" in text
+    one_seed = {k: v for k, v in _scores(0.05).items() if " seed " not in k or k.endswith(" seed 0")}
+    early = your_task.write_results(one_seed, plan, str(tmp_path / "p1"), "python -m bench.your_task", {})
+    assert "- From m: Too few seeds yet to tell: adding the unlabelled pool" in early
     # PAUSE below supervised-only is said as plainly; a SimCSE run at chance is no evidence either way.
     text = your_task.write_results(_scores(-0.05, simcse_loss=your_task.np.log(8)), plan, str(tmp_path / "p2"),
                                    "python -m bench.your_task", {})
