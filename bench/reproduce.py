@@ -134,10 +134,11 @@ CURVE_TAGS = {"stsb_dev": "eval/stsb_dev_spearman", "loss": "train/loss", "accur
               "pu_weight": "train/pu_weight"}
 
 
-def run_curves(run_root: str) -> Dict[str, List[List[float]]]:
-    """{name: [[step, value], ...]} of `CURVE_TAGS` found in a run's event files (every piece of a resumed run)."""
+def run_curves(run_root: str, tags: Dict[str, str] = None) -> Dict[str, List[List[float]]]:
+    """{name: [[step, value], ...]} of `tags` (default `CURVE_TAGS`) found in a run's event files (every piece of
+    a resumed run)."""
     found = {}
-    for name, tag in CURVE_TAGS.items():
+    for name, tag in (tags or CURVE_TAGS).items():
         steps, values = _scalars(run_root, tag)
         if steps:
             found[name] = [[int(s), round(float(v), 5)] for s, v in zip(steps, values)]
@@ -150,7 +151,12 @@ class Ladder:
     Several ladder processes may share one root (e.g. `--stages=pause` beside
     `--stages=simcse,declutr` once the pretraining is done): scores are merged
     into scores.json under a file lock, each process writing only its own rows.
+    A benchmark built on it (bench/your_task.py) names its own module and curves.
     """
+
+    # The benchmark whose invocations the scores' _meta records, and the scalars each run record keeps.
+    module = "bench.reproduce"
+    curve_tags = CURVE_TAGS
 
     def __init__(self, root: str, data_path: str, carry_from: str = None):
         self.root, self.data_path = root, data_path
@@ -183,11 +189,13 @@ class Ladder:
         entry = self.scores.get(row, {})
         return entry.get("run") == run and "sts_avg" in entry
 
-    def run(self, name: str, method: str, settings: Dict[str, Any], evaluator=None, row: str = None) -> str:
+    def run(self, name: str, method: str, settings: Dict[str, Any], evaluator=None, row: str = None,
+            after_step=None) -> str:
         """Trains (or reuses, or resumes) the run `name`; returns its model directory.
 
         Its training record goes to the scores entry `row` (default `name`): a row whose run was trained
-        under another name (a learning-rate pilot that became seed 0) gets that run's record.
+        under another name (a learning-rate pilot that became seed 0) gets that run's record. `after_step`
+        goes to `train` (tests interrupt a run with it).
         """
         from common.training.registry import build_config
         from common.training.runs import train
@@ -210,11 +218,11 @@ class Ladder:
             logging.info("Resuming %s (%s).", name, started[-1])
             config = config.replace(resume=started[-1])
         began = time.time()
-        result = train(config, evaluator)
+        result = train(config, evaluator, after_step=after_step)
         # A resumed run's seconds are those of its last piece; config.json has the total.
         record = dict(train_seconds=round(time.time() - began, 1), metrics=result["metrics"],
                       run_id=result["run_id"], settings={k: v for k, v in settings.items() if k != "model"},
-                      curves=run_curves(root))
+                      curves=run_curves(root, self.curve_tags))
         for key in {name, row}:
             self._record(key, name, record)
         return result["model_dir"]
@@ -364,7 +372,7 @@ class Ladder:
         """This invocation's record so far: its interval, the highest load seen, the CPU others used."""
         self.max_load = max(self.max_load, os.getloadavg()[0])
         invocation = dict(start=self.began, seconds=round(now - self.began, 1), max_load1=round(self.max_load, 2),
-                          command=pages.command("bench.reproduce"))
+                          command=pages.command(self.module))
         busy = machine_busy_ticks()
         if busy is not None and self.cpu_start[1] is not None:
             invocation["other_cores"] = other_cores(self.cpu_start, (now, busy, process_ticks()))

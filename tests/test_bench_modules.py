@@ -36,7 +36,7 @@ def _import_all():
 def test_the_maintained_benchmarks_and_the_harness_are_there():
     assert set(MODULES) >= {"ablation", "export_bench", "harness", "hf_pretrain", "mlm_throughput", "pack_books",
                             "pages", "parity", "parity_worker", "pause_official", "reproduce", "st_worker",
-                            "sts_floor", "verdicts", "vs_sentence_transformers"}
+                            "sts_floor", "verdicts", "vs_sentence_transformers", "your_task"}
 
 
 def test_every_bench_module_imports_beside_every_other_without_defining_flags():
@@ -45,9 +45,9 @@ def test_every_bench_module_imports_beside_every_other_without_defining_flags():
     # never their own.
     assert found["project_flags"] == {"common.cli": ["verbose"]}
     assert set(found["define_flags"]) == {"ablation", "export_bench", "hf_pretrain", "make_retrieval_set",
-                                          "mlm_throughput", "pack_books", "parity", "pause_official", "reproduce",
-                                          "retrieval_vs_st", "roberta_reference", "st6_folder_parity", "sts_floor",
-                                          "vs_sentence_transformers"}
+                                          "mlm_throughput", "pack_books", "parity", "pause_official",
+                                          "pause_official_train", "reproduce", "retrieval_vs_st", "roberta_reference",
+                                          "st6_folder_parity", "sts_floor", "vs_sentence_transformers", "your_task"}
 
 
 def test_each_benchmark_defines_its_flags_when_it_runs():
@@ -61,6 +61,8 @@ def test_each_benchmark_defines_its_flags_when_it_runs():
     assert {"results_dir"} <= own["bench.sts_floor"] & own["bench.export_bench"] & own["bench.mlm_throughput"]
     assert {"results_dir"} <= own["bench.vs_sentence_transformers"] & own["bench.st6_folder_parity"]
     assert {"rows", "seeds", "steps", "start", "work_dir", "allow_loaded", "results_dir"} <= own["bench.parity"]
+    assert {"starts", "train_lrs", "seeds", "pause_steps", "simcse_steps", "pause_eval_every", "results_dir"} <= own[
+        "bench.your_task"]
 
 
 def test_helpshort_lists_the_flags_of_a_benchmark_run_as_a_script():
