@@ -22,6 +22,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from common import artifacts
 from common.errors import UserError
 from common.models import hub_backbone
 from common.models import precision as precision_lib
@@ -153,7 +154,8 @@ class SentenceEncoder(keras.Model):
     def from_preset(cls, preset: str = "minilm", *, output_mode: str = "embedding", trainable: bool = True,
                     max_seq_len: Optional[int] = None, pooling: Optional[str] = None,
                     normalize: Optional[bool] = None, dropout: Optional[float] = None,
-                    precision: Optional[str] = None, seed: int = 0) -> "SentenceEncoder":
+                    precision: Optional[str] = None, seed: int = 0,
+                    artifacts_dir: str = "artifacts") -> "SentenceEncoder":
         """A Keras layer that embeds sentences: a 1-D `tf.string` batch in, [batch, dim] float32 out.
 
         The name is keras-hub's (`keras_hub.models.Backbone.from_preset`); a preset is any
@@ -184,6 +186,8 @@ class SentenceEncoder(keras.Model):
                 (`keras.mixed_precision.set_global_policy("mixed_bfloat16")` gives bf16). The
                 embedding is float32 in every precision. Defaults to None.
             seed: int. Initialisation seed of a fresh random BERT. Defaults to 0.
+            artifacts_dir: str. Where a run ID (or "latest") is looked up, as train.py's
+                `--artifacts_dir`. Defaults to "artifacts".
 
         Returns:
             A `SentenceEncoder` (a `keras.Model`, so a layer) with the preset's weights loaded.
@@ -204,6 +208,8 @@ class SentenceEncoder(keras.Model):
         """
         _check_output_mode(output_mode)
         # The class is handed to the sources (keras-hub's preset loaders take theirs), which never import it.
+        # A run ID or "latest" names the run's directory under `artifacts_dir`; other presets are themselves.
+        preset = artifacts.model_path(preset, artifacts_dir) or preset
         encoder = sources.build(cls, EncoderConfig(spec=preset, max_seq_len=max_seq_len, pooling=pooling,
                                                    normalize=normalize, dropout=dropout, precision=precision,
                                                    seed=seed))

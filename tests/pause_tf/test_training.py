@@ -159,6 +159,12 @@ def test_the_original_codes_behaviour_trains_and_its_model_keeps_its_padded_leng
     assert encoder.pooling == "padded_mean" and encoder.model_max_seq_len == 16
     out = encoder(tf.constant(["a man plays ."]))
     assert out["sequence_output"].shape[1] == 16
+    # The Keras layer of a run, by its ID (or "latest") as every --model takes it.
+    from common.models import SentenceEncoder
+
+    for name in (result["run_id"], "latest"):
+        layer = SentenceEncoder.from_preset(name, artifacts_dir=str(tmp_path))
+        np.testing.assert_allclose(layer(tf.constant(["a man plays ."])), out["embedding"], atol=1e-6)
     # The learning rate dropped at the end of warm-up (step 2 of 8), as the original's did.
     from common.training.schedules import make_optimizer
 
