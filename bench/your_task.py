@@ -198,7 +198,7 @@ class TaskLadder(reproduce.Ladder):
         if "test" in entry:
             return entry
         from common.evaluation.evaluators import BinaryPairsEvaluator
-        from common.models.sources.resolve import resolve_model
+        from common.loading.resolve import resolve_model
 
         embedder = resolve_model(model, artifacts_dir=self.root)
         began = time.time()
