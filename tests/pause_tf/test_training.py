@@ -159,6 +159,13 @@ def test_the_original_codes_behaviour_trains_and_its_model_keeps_its_padded_leng
     assert encoder.pooling == "padded_mean" and encoder.model_max_seq_len == 16
     out = encoder(tf.constant(["a man plays ."]))
     assert out["sequence_output"].shape[1] == 16
+    # sentence-transformers' Pooling cannot average padding: its export is refused, not written wrong.
+    from common.export import ExportConfig, export_model
+
+    with pytest.raises(ValueError, match="padded_mean"):
+        export_model(ExportConfig(model=result["model_dir"], format="sentence-transformers",
+                                  out=str(tmp_path / "st")))
+    assert not os.path.exists(tmp_path / "st")
     # The Keras layer of a run, by its ID (or "latest") as every --model takes it.
     from common.models import SentenceEncoder
 
