@@ -21,9 +21,8 @@ from absl import flags
 
 from common import cli  # first: it quiets TensorFlow's start-up
 from common import artifacts, notices
-from common.data.tables import parse_columns
+from common.evaluation.binary import pair_columns
 from common.evaluation.evaluators import dev_evaluator
-from common.evaluation.sts import PAIR_SCORE_FIELDS
 from common.loading.resolve import CROSS_SUBDIR
 from common.flags import define_train_flags, train_config_from_flags
 from common.training.loop import NonFiniteLossError
@@ -38,7 +37,7 @@ def main(argv):
     notices.to_stdout()  # the run's `data:` line is for the user, as the docs show it
     run = config.run
     evaluator = dev_evaluator(run.data_path, run.dev_data, run.dev_task,
-                              parse_columns(run.dev_columns, PAIR_SCORE_FIELDS) if run.dev_columns else None)
+                              pair_columns(run.dev_columns) if run.dev_columns else None)
     try:
         result = train(config, evaluator=evaluator)
     except NonFiniteLossError as e:

@@ -21,8 +21,9 @@ def read_sentences(sources: Sequence[str], data_path: str, max_sentences: int = 
     """Distinct sentences, in first-seen order, from `.txt` files (one per line),
     `sentences:<documents file>` (a seeded sample of `max_sentences` sentences cut
     from documents, one per line), tables of pairs (`.jsonl`, `.csv`, `.tsv`, `.parquet`,
-    a saved datasets folder, NLI `.txt` with a gold_label header; `columns` maps their
-    premise and hypothesis columns), `senteval:<split>` or `stsb:<split>`. Empty lines are ignored."""
+    a saved datasets folder, NLI `.txt` with a gold_label header, or any tab-separated `.txt`
+    when `columns` is given; `columns` maps their premise and hypothesis columns),
+    `senteval:<split>` or `stsb:<split>`. Empty lines are ignored."""
     seen: Dict[str, None] = {}
     for source in resolve_sources(sources, data_path):
         if source.startswith(SENTENCES_PREFIX):
@@ -32,7 +33,7 @@ def read_sentences(sources: Sequence[str], data_path: str, max_sentences: int = 
             pairs = load_stsb(data_path, source[len(STSB_PREFIX):])
             found = pairs.sentences1 + pairs.sentences2
         elif source.startswith(SENTEVAL_PREFIX) or (is_table(source) and not source.endswith(".txt")) \
-                or _is_nli_txt(source):
+                or (source.endswith(".txt") and (columns or _is_nli_txt(source))):
             pairs = read_nli(source, data_path, columns, with_labels=False)
             found = pairs.premises + pairs.hypotheses
         else:
@@ -46,8 +47,7 @@ def read_sentences(sources: Sequence[str], data_path: str, max_sentences: int = 
 
 
 def _is_nli_txt(path: str) -> bool:
-    if not path.endswith(".txt"):
-        return False
+    """A `.txt` whose header names NLI columns: a table, not one sentence per line."""
     first = (read_lines(path) or [""])[0]
     return "gold_label" in first.split("\t") or "premise" in first.split("\t")
 

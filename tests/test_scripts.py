@@ -256,15 +256,26 @@ def test_train_then_load_plainly_then_score(tmp_path):
     data = write_sts_root(str(tmp_path / "data"))
     write_senteval_snli(data, "dev", n=60)
     artifacts = tmp_path / "artifacts"
+    # Held-out pairs as MRPC ships them (byte-order mark, 0/1 "Quality"), mapped with the same
+    # --columns spelling test_sts.py takes: label:Quality.
+    dev = tmp_path / "dev.txt"
+    dev.write_text("\ufeffQuality\t#1 String\t#2 String\n" + "".join(
+        f"{y}\t{a}\t{b}\n" for y, a, b in [(1, "a man plays a guitar .", "a man plays music ."),
+                                           (0, "a dog runs .", "stocks fell on monday ."),
+                                           (1, "a woman cuts onions .", "someone cuts an onion ."),
+                                           (0, "the sun is up .", "a man plays a guitar .")]), encoding="utf-8")
     proc = _run([os.path.join(ROOT, "train.py"), "--model=random_tiny", "--train_data=senteval:dev",
                  f"--data_path={data}", "--train_epochs=1", "--train_steps_per_epoch=3", "--batch_size=8",
-                 "--max_seq_len=16", "--pos_sample_prec=5", f"--artifacts_dir={artifacts}"], cwd=str(tmp_path))
+                 "--max_seq_len=16", "--pos_sample_prec=5", f"--artifacts_dir={artifacts}", f"--dev_data={dev}",
+                 "--dev_columns=sentence1:#1 String,sentence2:#2 String,label:Quality", "--eval_every=3"],
+                cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_id = next(line.split(": ")[1] for line in proc.stdout.splitlines() if line.startswith("run ID:"))
     assert f"test_sts.py --model={run_id}" in proc.stdout
     model_dir = artifacts / "model" / run_id
     config = json.load(open(model_dir / "config.json"))
     assert config["config"]["pause"]["pos_sample_prec"] == 5 and config["data"]["pairs"] == 60
+    assert 0 <= config["metrics"]["dev_average_precision"] <= 1  # judged on the user's binary pairs
     # It trained on SentEval's SNLI dev split: recorded, so that SNLI is not scored on it unknowingly.
     assert config["trained_on_evaluation_data"] == ["SNLI"]
     assert {"tensorflow", "keras"} <= set(config["packages"]) and config["data"]["fingerprint"]

@@ -114,8 +114,9 @@ class RunSection:
     dev_task: str = option("auto", "What --dev_data holds: auto (a folder is retrieval; labels that are all 0 or 1 "
                                    "are binary; other numbers are scores), scored, binary or retrieval.",
                            choices=DEV_TASKS)
-    dev_columns: Tuple[str, ...] = option((), "--dev_data: map sentence1, sentence2 and score to the file's "
-                                              "columns, field:column,... (e.g. score:label).")
+    dev_columns: Tuple[str, ...] = option((), "--dev_data: map sentence1, sentence2 and score (or label, "
+                                              "its other name) to the file's columns, field:column,... (e.g. "
+                                              "label:Quality), as test_sts.py --columns does.")
 
     @property
     def total_steps(self) -> int:

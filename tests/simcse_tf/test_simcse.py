@@ -7,6 +7,7 @@ from distributed_checks import assert_replicas_agree, replica_check
 from fixtures import NLI_ROWS
 from common.data.nli import DEFAULT_NLI_TRAIN
 from common.data.synthetic import write_nli_jsonl
+from common.errors import UserError
 from common.training import registry
 from simcse_tf.data import read_sentences, read_triples
 from simcse_tf.model import SimcseModel
@@ -162,3 +163,20 @@ def test_readers(tmp_path):
     mapping = {"premise": "a", "hypothesis": "b", "label": "y"}
     assert read_triples([str(csv_path)], str(tmp_path), mapping) == (premises, entailed, contradicted)
     assert read_sentences([str(csv_path)], str(tmp_path), columns=mapping) == sentences[2:]
+
+
+def test_tab_separated_txt_with_columns_is_a_table(tmp_path):
+    # MRPC ships as a `.txt` table (byte-order mark, tab-separated, own column names): with --columns
+    # its two sentence columns are read, not each whole line as one "sentence".
+    mrpc = tmp_path / "pairs.txt"
+    mrpc.write_text("\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+                    "1\t10\t11\tthe cat sat .\ta cat was sitting .\n"
+                    "0\t12\t13\tit rained .\tthe sun shone .\n", encoding="utf-8")
+    mapping = {"premise": "#1 String", "hypothesis": "#2 String"}
+    assert read_sentences([str(mrpc)], str(tmp_path), columns=mapping) == [
+        "the cat sat .", "it rained .", "a cat was sitting .", "the sun shone ."]
+    # Without --columns a .txt is one sentence per line, as documented.
+    assert len(read_sentences([str(mrpc)], str(tmp_path))) == 3
+    # A named column the file lacks is an error that shows the header, not a silent fallback.
+    with pytest.raises(UserError, match="#1 String"):
+        read_sentences([str(mrpc)], str(tmp_path), columns={"premise": "#1 Sentence", "hypothesis": "#2 String"})
