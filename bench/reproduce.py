@@ -14,8 +14,10 @@
 4. pause: PAUSE at each `--percentages` of labels, and supervised-only training (cross-entropy
    on exactly the same labelled pairs, same steps, all-labelled batches, no PU term); PAUSE at 5 %
    also with the original per-epoch annealing;
-5. declutr: contrastive + MLM, contrastive only, MLM only, on the books;
-6. trans_encoder: from the SimCSE unsup model of the same seed.
+5. declutr: contrastive + MLM, contrastive only, MLM only, on the books, each evaluating STS-B dev
+   every `--declutr_eval_every` steps and publishing its best step, as the SimCSE rows do;
+6. trans_encoder: from the SimCSE unsup model of the same seed, selecting within each phase every
+   `--te_eval_every` steps and choosing its best cycle on STS-B dev.
 
 Every trained row runs for each of `--seeds`. Every model is scored the way the papers score: the
 seven-set STS average and STS-B dev of the test_sts.py scorer, on untruncated sentences (up to
@@ -84,9 +86,14 @@ def define_flags() -> None:
                          "the best is kept (--publish_best), as for the SimCSE rows.")
     flags.DEFINE_list("percentages", ["1", "5", "10", "30", "100"], "Label percentages for PAUSE and supervised-only.")
     flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds of every trained row (the verdicts need 3).")
-    flags.DEFINE_integer("declutr_steps", 300, "DeCLUTR steps of 8 documents.")
+    flags.DEFINE_integer("declutr_steps", 2000, "DeCLUTR steps of 8 documents.", lower_bound=1)
+    flags.DEFINE_integer("declutr_eval_every", 250, "DeCLUTR: steps between STS-B dev evaluations; the best is "
+                         "kept (--publish_best), as for the SimCSE rows.", lower_bound=1)
     flags.DEFINE_integer("te_cycles", 2, "Trans-Encoder cycles.")
-    flags.DEFINE_integer("te_steps", 200, "Trans-Encoder steps per phase (caps each phase's epoch).")
+    flags.DEFINE_integer("te_steps", 500, "Trans-Encoder steps per phase (caps each phase's epoch).", lower_bound=1)
+    flags.DEFINE_integer("te_eval_every", 100, "Trans-Encoder: steps between STS-B dev evaluations within a phase; "
+                         "each phase keeps its best (Trans-Encoder's --evaluation_steps, --best_in_phase).",
+                         lower_bound=1)
     flags.DEFINE_list("senteval_tasks", ["MR", "CR", "SUBJ", "MPQA"], "SentEval tasks (fast setting).")
     flags.DEFINE_list("senteval_seeds", ["0"], "Seeds whose models get SentEval too.")
     flags.DEFINE_list("senteval_percentages", ["5", "100"], "Label percentages whose PAUSE and supervised-only models "
@@ -105,6 +112,9 @@ PERCENT_ROWS = ("pause", "supervised")
 PAUSE_FAMILY = (("pause", {}), ("supervised", dict(annealing="off", labeled_batch_fraction=1.0)))
 # Its labelled ablations at 5 % of the labels: (row, settings). Supervised-only differs from PAUSE in two ways, its
 # batches (all labelled, against about a third) and the PU term; PAUSE's batches without the PU term separate them.
+# DeCLUTR's rows: (row, settings). The paper's objective, and each of its two terms alone.
+DECLUTR_VARIANTS = (("declutr contrastive + MLM", {}), ("declutr contrastive only", dict(mlm=False)),
+                    ("declutr MLM only", dict(contrastive=False)))
 PAUSE_ABLATIONS = (("pause 5% without the PU term", dict(annealing="off")),
                    ("pause 5% PU weight 1 from the start", dict(anneal_power=0.0)),
                    ("pause 5% per-epoch annealing", dict(annealing="per_epoch")))
@@ -523,7 +533,7 @@ def main(argv):
     seeds = [int(s) for s in FLAGS.seeds]
     senteval_seeds = {int(s) for s in FLAGS.senteval_seeds}
     sts_dev = None
-    if {"simcse", "pause", "trans_encoder"} & stages:
+    if {"simcse", "pause", "declutr", "trans_encoder"} & stages:
         from common.evaluation.evaluators import StsbDevEvaluator
 
         sts_dev = StsbDevEvaluator(FLAGS.data_path, progress=False)
@@ -586,21 +596,26 @@ def main(argv):
                 pause_row(f"{row} seed {seed}", seed, "5", extra)
     if "declutr" in stages:
         spans = dict(model=raw, batch_size=8, max_seq_len=128, min_span_len=16, max_span_len=96, train_lr=lr,
-                     train_steps_per_epoch=FLAGS.declutr_steps)
+                     train_steps_per_epoch=FLAGS.declutr_steps, eval_every=FLAGS.declutr_eval_every,
+                     publish_best=True)
         for seed in seeds:
-            for name, extra in (("declutr contrastive + MLM", {}), ("declutr contrastive only", dict(mlm=False)),
-                                ("declutr MLM only", dict(contrastive=False))):
-                name = f"{name} seed {seed}"
-                ladder.score(name, ladder.run(name, "declutr", dict(spans, seed=seed, **extra)),
+            for variant, extra in DECLUTR_VARIANTS:
+                # The run's name carries its budget, so a run of another budget is trained again, not reused.
+                row, run = f"{variant} seed {seed}", f"{variant} {FLAGS.declutr_steps} steps seed {seed}"
+                if ladder.finished(row, run):
+                    continue
+                ladder.score(row, ladder.run(run, "declutr", dict(spans, seed=seed, **extra), sts_dev, row=row),
                              senteval=seed in senteval_seeds)
     if "trans_encoder" in stages and "trans_encoder" in registry.methods():
         for seed in seeds:
             # The official protocol selects the best cycle on STS-B dev (labels used for nothing else).
             name = f"trans_encoder seed {seed}"
-            te = ladder.run(name, "trans_encoder",
+            run = f"trans_encoder {FLAGS.te_cycles} cycles of {FLAGS.te_steps} steps seed {seed}"
+            te = ladder.run(run, "trans_encoder",
                             dict(model=unsup(seed), cycles=FLAGS.te_cycles, train_epochs=1, seed=seed,
-                                 train_steps_per_epoch=FLAGS.te_steps, train_lr=lr, cross_lr=lr, eval_each_epoch=True),
-                            evaluator=sts_dev)
+                                 train_steps_per_epoch=FLAGS.te_steps, train_lr=lr, cross_lr=lr, eval_each_epoch=True,
+                                 evaluation_steps=FLAGS.te_eval_every, best_in_phase=True),
+                            evaluator=sts_dev, row=name)
             ladder.record_phases(name, te)
             ladder.score(f"trans_encoder bi seed {seed}", te, senteval=False)
             ladder.score_cross(f"trans_encoder cross seed {seed}", te)
@@ -627,8 +642,7 @@ def probe_missing_rows(ladder: Ladder, raw: str, lr: float, seeds: List[int], si
                        [f"supervised {p}% seed {s}" for s in seeds for p in pcts], FLAGS.pause_steps),
         "declutr": ("declutr", dict(model=raw, batch_size=8, max_seq_len=128, min_span_len=16, max_span_len=96,
                                     train_lr=lr),
-                    [f"declutr {v} seed {s}" for s in seeds for v in ("contrastive + MLM", "contrastive only",
-                                                                       "MLM only")], FLAGS.declutr_steps),
+                    [f"{v} seed {s}" for s in seeds for v, _ in DECLUTR_VARIANTS], FLAGS.declutr_steps),
         "trans_encoder": ("trans_encoder", dict(model=raw, cycles=1, train_lr=lr, cross_lr=lr),
                           [f"trans_encoder seed {s}" for s in seeds], FLAGS.te_steps),
     }
@@ -675,10 +689,11 @@ def at_budget(scores: Dict[str, Any], steps: int):
 
 
 def pause_estimate(scores: Dict[str, Any]) -> str:
-    """What one row at this budget took here (the mean training time of those trained), for the page."""
+    """What one row at this budget took here (the median training time of those trained: a run stopped or
+    sharing the machine for a while counts as one, not in the mean), for the page."""
     seconds = [e["train_seconds"] for name, e in scores.items() if isinstance(e, dict)
                and name.startswith(PERCENT_ROWS) and "sts_avg" in e and "train_seconds" in e]
-    return f"(about {np.mean(seconds) / 60:.0f} minutes each on this machine, as the rows above took)" if seconds \
+    return f"(about {np.median(seconds) / 60:.0f} minutes each on this machine, as the rows above took)" if seconds \
         else ""
 
 
@@ -858,7 +873,7 @@ def report(scores: Dict[str, Any]) -> str:
             note = f" ({len(values)} seed)" if 0 < len(values) < len(entries) else ""
             cells.append(_mean_std(values) + note if values else "-")
         seconds = [e["train_seconds"] for e in entries if "train_seconds" in e]
-        cells.append(f"{sum(seconds) / len(seconds):.0f}" if seconds else "-")
+        cells.append(f"{np.median(seconds):.0f}" if seconds else "-")
         seeds = "fixed" if _fixed(name) else str(len(entries))
         lines.append(f"| {name} | {seeds} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -985,9 +1000,9 @@ def plot(scores: Dict[str, Any], runs_root: str, out_dir: str, percentages: List
         path = os.path.join(out_dir, "sts_vs_labels.png")
         write_png(fig, path)
         written.append(path)
-    path = plot_pause_curves(scores, out_dir, percentages)
-    if path:
-        written.append(path)
+    for path in (plot_pause_curves(scores, out_dir, percentages), plot_selected_curves(scores, out_dir)):
+        if path:
+            written.append(path)
     start = scores.get("_start", {})
     if start.get("evals"):
         fig = new_figure((6, 3.5), dpi=120)
@@ -1115,6 +1130,76 @@ def ablation_lines(scores: Dict[str, Any]) -> List[str]:
     return ["Ablations (labelled rows, not defaults):", "", *lines] if lines else []
 
 
+# The families other than PAUSE's whose rows evaluate STS-B dev while they train and publish their best step.
+SELECTED_FAMILIES = ("simcse", "declutr")
+# A curve whose best evaluation is its last, and that rose by more than this (STS-B dev points) since the one
+# before, was still rising when its budget ran out.
+STILL_RISING = 0.5
+
+
+def selected_curve_rows(scores: Dict[str, Any]) -> Dict[str, List[Dict[str, Any]]]:
+    """{group: the entries of its seeds that carry an STS-B dev curve}, for SimCSE's and DeCLUTR's rows."""
+    groups = {name: [e for e in entries if (e.get("curves") or {}).get("stsb_dev")]
+              for name, entries in _groups(scores).items() if name.startswith(SELECTED_FAMILIES)}
+    return {name: entries for name, entries in groups.items() if entries}
+
+
+def curve_shape(steps, values) -> str:
+    """Where a dev curve's best point lies: "peaked" before the last evaluation, a "plateau" at the last one
+    (within `STILL_RISING` of the evaluation before), or "still rising" (the budget was too short to tell)."""
+    i = int(np.argmax(values))
+    if i < len(values) - 1:
+        return f"peaked at {int(steps[i])}"
+    if len(values) > 1 and values[-1] - values[-2] <= STILL_RISING:
+        return "plateau"
+    return "still rising"
+
+
+def selected_curve_table(scores: Dict[str, Any]) -> List[str]:
+    """Per SimCSE or DeCLUTR row: its seeds' best steps, STS-B dev at the best and at the last evaluation, and
+    each seed's curve shape (`curve_shape`), which says whether the row's budget let its curve peak."""
+    rows = selected_curve_rows(scores)
+    if not rows:
+        return []
+    lines = ["| row | seeds | best steps | STS-B dev at best | at the last step | curve, per seed |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for name, entries in rows.items():
+        curves = [_curve(e, "stsb_dev") for e in entries]
+        best = [float(np.max(v)) for _, v in curves]
+        lines.append(f"| {name} | {len(entries)} | {', '.join(str(int(t[int(np.argmax(v))])) for t, v in curves)} | "
+                     f"{_mean_std(best)} | {_mean_std([float(v[-1]) for _, v in curves])} | "
+                     f"{'; '.join(curve_shape(t, v) for t, v in curves)} |")
+    return lines
+
+
+def plot_selected_curves(scores: Dict[str, Any], out_dir: str):
+    """dev_curves.png: STS-B dev over training of each SimCSE and DeCLUTR row (each seed thin, their mean thick),
+    one panel per family; None without curves."""
+    from common.figures import new_figure, write_png
+
+    rows = selected_curve_rows(scores)
+    families = [f for f in SELECTED_FAMILIES if any(name.startswith(f) for name in rows)]
+    if not families:
+        return None
+    fig = new_figure((4.5 * len(families), 3.4), dpi=100)
+    axes = fig.subplots(1, len(families), squeeze=False)[0]
+    for ax, family in zip(axes, families):
+        for k, (name, entries) in enumerate((n, e) for n, e in rows.items() if n.startswith(family)):
+            curves = [_curve(e, "stsb_dev") for e in entries]
+            for steps, values in curves:
+                ax.plot(steps, values, color=f"C{k}", alpha=0.3, linewidth=0.8)
+            common = min(len(c[0]) for c in curves)
+            ax.plot(curves[0][0][:common], np.mean([c[1][:common] for c in curves], axis=0), color=f"C{k}",
+                    marker=".", label=f"{name} ({len(curves)} seeds)")
+        ax.set_title(f"{'SimCSE' if family == 'simcse' else 'DeCLUTR'}: STS-B dev over training", fontsize=9)
+        ax.set_xlabel("step", fontsize=8)
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    path = os.path.join(out_dir, "dev_curves.png")
+    write_png(fig, path)
+    return path
+
+
 def pause_curve_table(scores: Dict[str, Any], percentages: List[str]) -> List[str]:
     """Per PAUSE-family row: STS-B dev at its best evaluation (the published step) and at the last step, the
     best steps of its seeds, and the training accuracy at the best step (mean over seeds)."""
@@ -1230,7 +1315,9 @@ def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, comm
         lines += [*sweeps, ""]
     lines += ["Scores: Spearman x100 of cosine similarity; STS avg over STS12-16, STS-B test and SICK-R test; "
               "every model scored on untruncated sentences. Trained rows: mean ± sample sd over seeds. Settings "
-              "were chosen on STS-B dev and held-out masked-LM loss only.", "", report(scores), "",
+              "were chosen on STS-B dev and held-out masked-LM loss only. train s: the median over seeds of a "
+              "run's wall time (the last piece of a resumed run), on whatever else the machine ran then.", "",
+              report(scores), "",
               "## Claims", "", verdicts.RULES, "", *claim_lines(found, read_parity(), PARITY_PAGE), "",
               PAUSE_PAPER_CLAIM, ""]
     if other_budget:
@@ -1247,6 +1334,13 @@ def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, comm
                   "column is the first logged step at which the labelled pairs of a batch were classified with "
                   "accuracy >= 0.99 (the kept labels memorised), one value per seed.", "", *curves, "",
                   *ablation_lines(scores), ""]
+    selected = selected_curve_table(scores)
+    if selected:
+        lines += ["## SimCSE and DeCLUTR over training", "",
+                  "These rows evaluate STS-B dev while they train and publish their best evaluation; a curve that "
+                  "peaked before its last evaluation, or flattened there, had budget enough; one still rising "
+                  f"(its last evaluation its best, by more than {STILL_RISING} points) needs more steps. "
+                  "`dev_curves.png` below draws them.", "", *selected, ""]
     lines += not_run_lines(scores, FLAGS.pause_steps)
     meta = scores.get("_meta", {})
     # The first run's start, kept in _meta: the runs' folders of an earlier machine are not on this one.

@@ -375,3 +375,25 @@ def test_the_pause_family_page_draws_its_dev_curves_and_names_each_rows_best_ste
     assert "| supervised 100%" not in page and "- supervised 100% seed 2 (200 steps)" in page
     assert "trained at 2000 steps of 64 pairs (about 20 minutes each on this machine" in page
     assert "supervised 100% seed 0" in json.load(open(tmp_path / "page" / "results.json"))["scores"]
+
+
+def test_simcse_and_declutr_rows_show_whether_their_budget_let_the_dev_curve_peak(tmp_path):
+    from bench.reproduce import curve_shape
+
+    assert curve_shape([250, 500, 750], [60.0, 64.0, 63.0]) == "peaked at 500"
+    assert curve_shape([250, 500, 750], [60.0, 63.8, 64.0]) == "plateau"
+    assert curve_shape([250, 500, 750], [60.0, 62.0, 64.0]) == "still rising"
+    scores = {"raw (mean)": {"sts_avg": 50.0, "stsb_dev": 59.0}}
+    for seed in range(3):
+        rising = [[s, 55.0 + s / 250 + seed] for s in (250, 500, 750, 1000)]
+        scores[f"declutr contrastive + MLM seed {seed}"] = {"sts_avg": 52.0, "stsb_dev": 60.0,
+                                                            "curves": {"stsb_dev": rising}}
+        scores[f"simcse unsup seed {seed}"] = {"sts_avg": 57.0, "stsb_dev": 63.0, "curves": _curves(500, seed)}
+    _write_page(tmp_path, scores, "5")
+    page = (tmp_path / "page" / "README.md").read_text()
+    assert "## SimCSE and DeCLUTR over training" in page
+    assert ("| simcse unsup | 3 | 500, 500, 500 | 66.00 ± 1.00 | 61.00 ± 1.00 | "
+            "peaked at 500; peaked at 500; peaked at 500 |") in page
+    assert ("| declutr contrastive + MLM | 3 | 1000, 1000, 1000 | 60.00 ± 1.00 | 60.00 ± 1.00 | "
+            "still rising; still rising; still rising |") in page
+    assert (tmp_path / "page" / "dev_curves.png").exists() and "![dev_curves.png](dev_curves.png)" in page
