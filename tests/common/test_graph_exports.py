@@ -100,6 +100,8 @@ def test_float_exports_load_back_through_the_table_to_1e_5(source, exports):
         assert record["format"] == name and record["quantize"] == "none"
     np.testing.assert_allclose(SentenceModel(os.path.join(exports["onnx", "none"], "model.onnx")).encode(SENTENCES),
                                want, atol=1e-5)  # the .onnx file itself, its tokenizer beside it
+    xml = os.path.join(exports["openvino", "none"], "openvino_model.xml")
+    assert resolve_model(xml).source == exports["openvino", "none"]
     assert set(json.load(open(os.path.join(exports["openvino", "none"], "export.json")))["files"]) == {
         "openvino_model.xml", "openvino_model.bin", "vocab.txt", "tokenizer.json", "tokenizer_config.json",
         "special_tokens_map.json"}
@@ -215,8 +217,8 @@ def test_a_sentence_transformers_folder_carries_its_backends_as_sentence_transfo
         st_folder_with_backends):
     """The subfolders sentence-transformers' `backend="onnx"|"openvino"` loads (`onnx/model.onnx`,
     `openvino/openvino_model.xml`), run as it runs them: Hugging Face's tokenizer from the folder's
-    tokenizer.json, the graph's first output `last_hidden_state`, then the folder's Pooling and Normalize
-    modules. Both equal the toolkit's embeddings of the folder; the folder still reads as itself."""
+    tokenizer.json, the graph's first output `last_hidden_state`, then the folder's Pooling module.
+    Both equal the toolkit's embeddings of the folder; the folder still reads as itself."""
     import onnxruntime as ort
     import openvino as ov
     from tokenizers import Tokenizer
@@ -226,7 +228,7 @@ def test_a_sentence_transformers_folder_carries_its_backends_as_sentence_transfo
     assert resolve_model(folder).source == folder
     assert json.load(open(os.path.join(folder, "export.json")))["st_backends"] == ["onnx", "openvino"]
     modules = [m["type"].rsplit(".", 1)[1] for m in json.load(open(os.path.join(folder, "modules.json")))]
-    assert modules == ["Transformer", "Pooling", "Normalize"]
+    assert modules == ["Transformer", "Pooling"]  # a Hugging Face BERT folder: mean pooling, not normalised
     pooling = json.load(open(os.path.join(folder, "1_Pooling", "config.json")))
     assert pooling["pooling_mode_mean_tokens"]
 
@@ -240,8 +242,7 @@ def test_a_sentence_transformers_folder_carries_its_backends_as_sentence_transfo
 
     def st_pooling(tokens):
         mask = inputs["attention_mask"][:, :, None].astype(np.float32)
-        pooled = (tokens * mask).sum(1) / np.maximum(mask.sum(1), 1e-9)
-        return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return (tokens * mask).sum(1) / np.maximum(mask.sum(1), 1e-9)
 
     session = ort.InferenceSession(os.path.join(folder, "onnx", "model.onnx"), providers=["CPUExecutionProvider"])
     assert session.get_outputs()[0].name == "last_hidden_state"
@@ -274,3 +275,16 @@ def test_minilm_float_graphs_equal_the_encoder_on_sts_sentences(minilm_encoder, 
     compiled = ov.Core().compile_model(openvino_format.converted(minilm_encoder), "CPU",
                                        {"INFERENCE_PRECISION_HINT": "f32"})
     np.testing.assert_allclose(compiled(inputs)[compiled.output("sentence_embedding")], want, atol=1e-5)
+
+
+def test_the_extras_pin_what_the_suite_installs():
+    """pyproject.toml's `onnx` and `openvino` extras name the versions requirements-dev.txt and constraints.txt pin."""
+    import tomllib
+
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        extras = tomllib.load(f)["project"]["optional-dependencies"]
+    pins = set(open(os.path.join(ROOT, "requirements-dev.txt")).read().split())
+    constrained = set(open(os.path.join(ROOT, "constraints.txt")).read().split())
+    assert {onnx_format.EXTRA, openvino_format.EXTRA} <= set(extras)
+    for name in (onnx_format.EXTRA, openvino_format.EXTRA):
+        assert extras[name] and not set(extras[name]) - pins and not set(extras[name]) - constrained, extras[name]

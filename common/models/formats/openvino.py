@@ -173,11 +173,13 @@ def record(settings: Any) -> Dict[str, Any]:
 
 
 def detect(path: str) -> Optional[str]:
-    """`path` where it is a folder holding `openvino_model.xml` and the tokenizer's files, else None."""
-    if (tf.io.gfile.exists(artifacts.join(path, XML_FILE)) and
-            tf.io.gfile.exists(artifacts.join(path, "vocab.txt")) and
-            tf.io.gfile.exists(artifacts.join(path, "tokenizer_config.json"))):
-        return path
+    """The folder holding `openvino_model.xml` and the tokenizer's files that `path` names (the folder, or
+    its `openvino_model.xml`), else None."""
+    folder = os.path.dirname(path) or "." if path.endswith("/" + XML_FILE) or path == XML_FILE else path
+    if (tf.io.gfile.exists(artifacts.join(folder, XML_FILE)) and
+            tf.io.gfile.exists(artifacts.join(folder, "vocab.txt")) and
+            tf.io.gfile.exists(artifacts.join(folder, "tokenizer_config.json"))):
+        return folder
     return None
 
 
