@@ -562,8 +562,8 @@ def test_export_py_writes_a_folder_and_refuses_bad_input_in_one_line(tmp_path):
 
 @pytest.mark.parametrize("settings,message", [
     (dict(model="random_tiny", format="sentence-transformers", quantize="int8"),
-     "--quantize=int8 applies to --format=tflite only"),
-    (dict(model="random_tiny", format="onnx"), "--format must be one of sentence-transformers, tflite"),
+     "--quantize=int8 applies to --format=tflite/onnx/openvino only"),
+    (dict(model="random_tiny", format="torchscript"), "--format must be one of sentence-transformers, tflite"),
     (dict(model="no-such-model", format="tflite"), "Unknown --model 'no-such-model'"),
     (dict(model="{tmp}", format="tflite"), "no encoder to export"),
     (dict(model="random_tiny", format="tflite", max_seq_len=1), "--max_seq_len must be >= 2"),
