@@ -14,9 +14,9 @@ Step 2 imports nothing of this project: it reads the sentences and embeddings fr
 .npz, encodes the sentences with `SentenceTransformer(folder, device="cpu")`, prints the
 largest absolute difference and the smallest cosine similarity per sentence, and exits
 with 1 when the difference exceeds --atol. `--backend=onnx|openvino` loads the folder's `onnx/` or
-`openvino/` model (`SentenceTransformer(folder, backend=...)`) and fails if sentence-transformers
-would export one of its own instead. `--sentences_file` (one sentence a line)
-replaces the built-in sentences in step 1.
+`openvino/` model (`SentenceTransformer(folder, backend=...)`, OpenVINO asked for float32 inference)
+and fails if the folder has none (sentence-transformers would export one of its own instead).
+`--sentences_file` (one sentence a line) replaces the built-in sentences in step 1.
 
 argparse, not absl: step 2 runs in an environment that need not have this project's
 dependencies (copy this one file there).
@@ -71,7 +71,9 @@ def _compare(folder: str, path: str, atol: float, batch_size: int, backend: str 
         if not os.path.exists(os.path.join(folder, expected)):
             print(f"FAIL: {folder} has no {expected}; export it with export.py --st_backends={backend}")
             return 1
-    model = SentenceTransformer(folder, device="cpu", backend=backend)
+    # OpenVINO's CPU plugin computes in bfloat16 by default where the CPU has it; the check is of float32.
+    kwargs = {"model_kwargs": {"ov_config": {"INFERENCE_PRECISION_HINT": "f32"}}} if backend == "openvino" else {}
+    model = SentenceTransformer(folder, device="cpu", backend=backend, **kwargs)
     theirs = model.encode(sentences, batch_size=batch_size, convert_to_numpy=True)
     diff = np.abs(theirs - ours).max(axis=1)
     cosine = np.sum(theirs * ours, axis=1) / np.maximum(

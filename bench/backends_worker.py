@@ -26,7 +26,10 @@ each built as the guide builds it from the plain folder:
                     instead of the GLUE download it defaults to
 
 The ONNX and OpenVINO variants need `optimum[onnxruntime]` / `optimum-intel[openvino]`; where they are
-not installed the variant's commands fail with the import error, which the benchmark reports.
+not installed the variant's commands fail with the import error, which the benchmark reports
+(bench/reference-backends-requirements.txt has OpenVINO's; ONNX Runtime's `optimum-onnx` asks for
+transformers < 4.58, which sentence-transformers 6 cannot take). OpenVINO computes in float32 on both
+sides (`INFERENCE_PRECISION_HINT`), its int8 variant in int8 where NNCF quantized.
 
 HF_HUB_OFFLINE and TRANSFORMERS_OFFLINE are set before anything of Hugging Face is imported. argparse,
 not absl: the reference environment has no absl.
@@ -88,6 +91,11 @@ class Models:
             shutil.copytree(self.folder, target)
         return target
 
+    def _ov_config(self) -> dict:
+        """float32 inference, as the toolkit's OpenVINO reader asks (the CPU plugin's default is bfloat16 where
+        the CPU has it), on --threads threads."""
+        return {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": self.threads}
+
     def _build(self, variant: str):
         if not self.models:
             set_threads(self.threads)  # here, not at start: the worker answers `info` without torch
@@ -96,7 +104,7 @@ class Models:
         if variant == "torch":
             return SentenceTransformer(self.folder, device="cpu")
         if variant in ("onnx", "openvino"):
-            kwargs = {"ov_config": {"INFERENCE_NUM_THREADS": self.threads}} if variant == "openvino" else {}
+            kwargs = {"ov_config": self._ov_config()} if variant == "openvino" else {}
             return SentenceTransformer(self._copy(variant), device="cpu", backend=variant, model_kwargs=kwargs)
         if variant == "onnx-int8":
             from sentence_transformers import export_dynamic_quantized_onnx_model
@@ -107,20 +115,23 @@ class Models:
             return SentenceTransformer(folder, device="cpu", backend="onnx",
                                        model_kwargs={"file_name": "onnx/model_qint8_avx512_vnni.onnx"})
         if variant == "openvino-int8":
-            from datasets import Dataset
+            import nncf
             from optimum.intel.openvino import OVConfig, OVQuantizationConfig, OVQuantizer
 
             folder = self._copy(variant)
             model = SentenceTransformer(folder, device="cpu", backend="openvino")
             quantizer = OVQuantizer.from_pretrained(model[0].auto_model)
             features = model.tokenizer(self.calibration, padding="max_length", max_length=CALIBRATION_LENGTH,
-                                       truncation=True)
+                                       truncation=True, return_tensors="np")
+            # One sentence an item, as an nncf.Dataset (which quantize takes besides a `datasets` one).
+            items = [{name: value[i:i + 1] for name, value in features.items()} for i in range(len(self.calibration))]
             config = OVConfig(quantization_config=OVQuantizationConfig(num_samples=len(self.calibration)))
-            quantizer.quantize(Dataset.from_dict(dict(features)), save_directory=os.path.join(folder, "openvino_int8"),
+            # sentence-transformers' model saves into an openvino/ subfolder of the directory it is given.
+            quantizer.quantize(nncf.Dataset(items), save_directory=os.path.join(folder, "openvino_int8"),
                                ov_config=config)
             return SentenceTransformer(folder, device="cpu", backend="openvino",
-                                       model_kwargs={"file_name": "openvino_int8/openvino_model.xml",
-                                                     "ov_config": {"INFERENCE_NUM_THREADS": self.threads}})
+                                       model_kwargs={"file_name": "openvino_int8/openvino/openvino_model.xml",
+                                                     "ov_config": self._ov_config()})
         raise ValueError(f"unknown variant {variant!r}; expected one of {', '.join(VARIANTS)}")
 
     def encode(self, cmd: dict) -> dict:

@@ -1,7 +1,8 @@
 """Every CPU path of the toolkit beside every sentence-transformers backend: encoding speed and STS-B test.
 
-    make reference-env          # once: PyTorch (CPU) + sentence-transformers in .venv-ref (with Optimum
-                                # for its ONNX and OpenVINO backends where it installs)
+    # once: PyTorch (CPU), sentence-transformers and optimum-intel (docs/installation.md)
+    python3 -m venv .venv-ref-backends
+    .venv-ref-backends/bin/pip install --no-deps -r bench/reference-backends-requirements.txt
     .venv/bin/python -m bench.encode_backends --data_path=../shared/data
 
 Encodes the distinct sentences of STS-B test in batches of --batch_size with each variant, in one run,
@@ -21,11 +22,12 @@ sentence-transformers' fastest. Where the toolkit's fp32 time goes: its tokenize
 the same batches (`tokenizer_sentences_per_s`).
 
 The sentence-transformers side runs in a worker subprocess with the reference environment's Python
-(--reference_python); a variant it cannot build (Optimum not installed, say) is reported with its
-error rather than a number. Threads: --threads for TensorFlow, ONNX Runtime, OpenVINO, TFLite and
-torch alike. Refuses to start when the 1-minute load average exceeds --max_load (--allow_loaded runs
-anyway and marks the page LOADED). Writes the dated page and results.json to --results_dir. Not part
-of the test suite.
+(--reference_python); a variant it cannot build (sentence-transformers' ONNX backend, whose optimum-onnx
+cannot be installed beside sentence-transformers 6, say) is reported with its error rather than a
+number. OpenVINO computes in float32 on both sides. Threads: --threads for TensorFlow, ONNX Runtime,
+OpenVINO, TFLite and torch alike. Refuses to start when the 1-minute load average exceeds --max_load
+(--allow_loaded runs anyway and marks the page LOADED). Writes the dated page and results.json to
+--results_dir. Not part of the test suite.
 """
 
 from __future__ import annotations
@@ -57,8 +59,9 @@ def define_flags() -> None:
     """The benchmark's flags, defined when it runs, not at import (see bench/harness.py)."""
     flags.DEFINE_string("data_path", "data", "Data root (holds downstream/).")
     flags.DEFINE_string("model", "minilm", "The model both sides encode with (any --model of export.py).")
-    flags.DEFINE_string("reference_python", ".venv-ref/bin/python",
-                        "Python of the reference environment (`make reference-env`).")
+    flags.DEFINE_string("reference_python", ".venv-ref-backends/bin/python",
+                        "Python of the reference environment with sentence-transformers' ONNX and OpenVINO backends "
+                        "(bench/reference-backends-requirements.txt).")
     flags.DEFINE_string("results_dir", "docs/benchmarks/encode_backends", "Where README.md and results.json go.")
     flags.DEFINE_integer("threads", 2, "Threads of every runtime on both sides.", lower_bound=1)
     flags.DEFINE_integer("rounds", 3, "Timed rounds; each encodes every sentence with every variant.", lower_bound=1)

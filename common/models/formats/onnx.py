@@ -317,8 +317,9 @@ def read_tokenizer(folder: str) -> BertTokenizer:
                                          lowercase=bool(config.get("do_lower_case", True))))
 
 
-def token_arrays(tokenizer: BertTokenizer, sentences: Union[tf.Tensor, Sequence[str]]) -> Dict[str, np.ndarray]:
-    """The graph's three int64 inputs for `sentences`, tokenized by the toolkit's tokenizer."""
+def token_arrays(tokenizer: Callable, sentences: Union[tf.Tensor, Sequence[str]]) -> Dict[str, np.ndarray]:
+    """The graph's three int64 inputs for `sentences`, tokenized by the toolkit's tokenizer (or a traced
+    function of it)."""
     tokens = tokenizer(tf.constant(sentences) if not isinstance(sentences, tf.Tensor) else sentences)
     return {"input_ids": tokens["token_ids"].numpy().astype(np.int64),
             "attention_mask": tokens["padding_mask"].numpy().astype(np.int64),
@@ -335,10 +336,13 @@ class GraphEmbedder:
 
     def __init__(self, tokenizer: BertTokenizer, run: Callable[[Dict[str, np.ndarray]], np.ndarray]):
         self.tokenizer, self._run = tokenizer, run
-        self.token_counts = tokenizer.token_counts  # what `embed_sentences` sorts batches by
+        # Traced once: run eagerly, the tokenizer's many small ops cost more than the graph itself.
+        spec = [tf.TensorSpec([None], tf.string)]
+        self._tokenize = tf.function(tokenizer.__call__, input_signature=spec)
+        self.token_counts = tf.function(tokenizer.token_counts, input_signature=spec)  # what batches are sorted by
 
     def __call__(self, sentences: Union[tf.Tensor, Sequence[str]]) -> np.ndarray:
-        return np.asarray(self._run(token_arrays(self.tokenizer, sentences)), np.float32)
+        return np.asarray(self._run(token_arrays(self._tokenize, sentences)), np.float32)
 
 
 def onnx_embedder(path: str, num_threads: Optional[int] = None) -> GraphEmbedder:
