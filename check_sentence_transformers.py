@@ -6,12 +6,17 @@ The check runs in two environments, since this project does not depend on PyTorc
     .venv/bin/python check_sentence_transformers.py --folder=exports/run-st --write_reference=ref.npz
     # 2. Anywhere with PyTorch and sentence-transformers (pip install torch sentence-transformers)
     python check_sentence_transformers.py --folder=exports/run-st --reference=ref.npz
+    # ... or with one of the backends an export carries (export.py --st_backends=onnx,openvino; needs
+    # pip install optimum[onnxruntime] / optimum-intel[openvino] there)
+    python check_sentence_transformers.py --folder=exports/run-st --reference=ref.npz --backend=openvino
 
 Step 2 imports nothing of this project: it reads the sentences and embeddings from the
 .npz, encodes the sentences with `SentenceTransformer(folder, device="cpu")`, prints the
 largest absolute difference and the smallest cosine similarity per sentence, and exits
-with 1 when the difference exceeds --atol. `--sentences_file` (one sentence a line)
-replaces the built-in sentences in step 1.
+with 1 when the difference exceeds --atol. `--backend=onnx|openvino` loads the folder's `onnx/` or
+`openvino/` model (`SentenceTransformer(folder, backend=...)`, OpenVINO asked for float32 inference)
+and fails if the folder has none (sentence-transformers would export one of its own instead).
+`--sentences_file` (one sentence a line) replaces the built-in sentences in step 1.
 
 argparse, not absl: step 2 runs in an environment that need not have this project's
 dependencies (copy this one file there).
@@ -53,14 +58,22 @@ def _write_reference(folder: str, path: str, sentences_file: str) -> None:
     print(f"wrote {len(sentences)} sentences and this toolkit's embeddings {embeddings.shape} to {path}")
 
 
-def _compare(folder: str, path: str, atol: float, batch_size: int) -> int:
+def _compare(folder: str, path: str, atol: float, batch_size: int, backend: str = "torch") -> int:
     import numpy as np
     from sentence_transformers import SentenceTransformer
 
     reference = np.load(path, allow_pickle=True)
     sentences = [str(s) for s in reference["sentences"]]
     ours = reference["embeddings"]
-    model = SentenceTransformer(folder, device="cpu")
+    if backend != "torch":
+        expected = {"onnx": os.path.join("onnx", "model.onnx"),
+                    "openvino": os.path.join("openvino", "openvino_model.xml")}[backend]
+        if not os.path.exists(os.path.join(folder, expected)):
+            print(f"FAIL: {folder} has no {expected}; export it with export.py --st_backends={backend}")
+            return 1
+    # OpenVINO's CPU plugin computes in bfloat16 by default where the CPU has it; the check is of float32.
+    kwargs = {"model_kwargs": {"ov_config": {"INFERENCE_PRECISION_HINT": "f32"}}} if backend == "openvino" else {}
+    model = SentenceTransformer(folder, device="cpu", backend=backend, **kwargs)
     theirs = model.encode(sentences, batch_size=batch_size, convert_to_numpy=True)
     diff = np.abs(theirs - ours).max(axis=1)
     cosine = np.sum(theirs * ours, axis=1) / np.maximum(
@@ -68,8 +81,8 @@ def _compare(folder: str, path: str, atol: float, batch_size: int) -> int:
     import sentence_transformers
     import torch
 
-    print(f"sentence-transformers {sentence_transformers.__version__}, torch {torch.__version__}; {folder}: "
-          f"{model}")
+    print(f"sentence-transformers {sentence_transformers.__version__}, torch {torch.__version__}, backend "
+          f"{backend}; {folder}: {model}")
     print(f"{len(sentences)} sentences, embeddings {theirs.shape}: max abs diff {diff.max():.2e} "
           f"(sentence {int(diff.argmax())}), min cosine {cosine.min():.8f}")
     if theirs.shape != ours.shape or diff.max() > atol:
@@ -87,6 +100,9 @@ def main(argv=None) -> int:
     parser.add_argument("--sentences_file", default="", help="Step 1: sentences to use, one a line.")
     parser.add_argument("--atol", type=float, default=1e-4, help="Largest absolute difference accepted.")
     parser.add_argument("--batch_size", type=int, default=32, help="sentence-transformers' batch size.")
+    parser.add_argument("--backend", default="torch", choices=("torch", "onnx", "openvino"),
+                        help="Step 2: sentence-transformers' backend; onnx and openvino load the folder's "
+                             "onnx/ or openvino/ subfolder (export.py --st_backends).")
     args = parser.parse_args(argv)
     if bool(args.write_reference) == bool(args.reference):
         parser.error("give exactly one of --write_reference (step 1) and --reference (step 2)")
@@ -100,7 +116,7 @@ def main(argv=None) -> int:
                 raise
             parser.exit(2, f"{parser.prog}: {error}\n")
         return 0
-    return _compare(args.folder, args.reference, args.atol, args.batch_size)
+    return _compare(args.folder, args.reference, args.atol, args.batch_size, args.backend)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,8 @@ def _import_all():
 
 
 def test_the_maintained_benchmarks_and_the_harness_are_there():
-    assert set(MODULES) >= {"ablation", "export_bench", "harness", "hf_pretrain", "mlm_throughput", "pack_books",
+    assert set(MODULES) >= {"ablation", "backends_worker", "encode_backends", "export_bench", "harness",
+                            "hf_pretrain", "mlm_throughput", "pack_books",
                             "pages", "parity", "parity_worker", "pause_official", "reproduce", "st_worker",
                             "sts_floor", "verdicts", "vs_sentence_transformers", "your_task"}
 
@@ -44,7 +45,8 @@ def test_every_bench_module_imports_beside_every_other_without_defining_flags():
     # Importing them defines the flags of what they import (absl's, TensorFlow's, common.cli's --verbose),
     # never their own.
     assert found["project_flags"] == {"common.cli": ["verbose"]}
-    assert set(found["define_flags"]) == {"ablation", "export_bench", "hf_pretrain", "make_retrieval_set",
+    assert set(found["define_flags"]) == {"ablation", "encode_backends", "export_bench", "hf_pretrain",
+                                          "make_retrieval_set",
                                           "mlm_throughput", "pack_books", "parity", "pause_official",
                                           "pause_official_train", "reproduce", "retrieval_vs_st", "roberta_reference",
                                           "st6_folder_parity", "sts_floor", "vs_sentence_transformers", "your_task"}

@@ -39,8 +39,17 @@ class ExportConfig:
         format: str. A name in `common.models.formats.FORMATS` ("sentence-transformers", "tflite",
             "savedmodel", "tfhub-bert").
         out: str. The folder to write (local or `gs://`); it must not exist.
-        quantize: str. Weights: "none" (float32), or one the format takes ("int8", dynamic
-            range, for TFLite). Defaults to "none".
+        quantize: str. Weights: "none" (float32), or one the format takes ("int8": TFLite's
+            and ONNX Runtime's dynamic quantization, OpenVINO's NNCF static quantization).
+            Defaults to "none".
+        calibration_data: str or None. A text file, one sentence a line, that a calibrated
+            quantization (the format's `CALIBRATED`: OpenVINO int8) computes its activation ranges
+            on; None: the format's default sample (STS-B train under `data_path`).
+        data_path: str. The data root holding SentEval's `downstream/` (the default calibration
+            sentences). Defaults to "data".
+        st_backends: tuple of str. Runtimes whose copies of the model the export carries in
+            subfolders (the format's `BACKENDS`: "onnx", "openvino" for sentence-transformers).
+            Defaults to none.
         artifacts_dir: str. Where run IDs are looked up. Defaults to "artifacts".
         model_location: str. "local" or "gcs". Defaults to "local".
         gcs_bucket: str or None. Bucket for `model_location="gcs"`.
@@ -56,6 +65,9 @@ class ExportConfig:
     model_location: str = "local"
     gcs_bucket: Optional[str] = None
     max_seq_len: Optional[int] = None
+    calibration_data: Optional[str] = None
+    data_path: str = "data"
+    st_backends: Tuple[str, ...] = ()
 
     def validate(self) -> None:
         """Raises UserError for settings that cannot go together, before anything is loaded."""
@@ -67,6 +79,19 @@ class ExportConfig:
             takers = [name for name, module in FORMATS.items() if self.quantize in module.QUANTIZATIONS]
             raise UserError(f"--quantize={self.quantize} applies to --format={'/'.join(takers)} only; a "
                              f"{self.format} export keeps the float32 weights.")
+        module = FORMATS[self.format]
+        if self.calibration_data and self.quantize not in module.CALIBRATED:
+            takers = [f"--format={name} --quantize={'/'.join(m.CALIBRATED)}" for name, m in FORMATS.items()
+                      if m.CALIBRATED]
+            raise UserError(f"--calibration_data applies to {', '.join(takers)} only (calibrated quantization); "
+                             f"--format={self.format} --quantize={self.quantize} reads no calibration sentences: "
+                             "drop --calibration_data.")
+        unknown = [b for b in self.st_backends if b not in module.BACKENDS]
+        if unknown:
+            takers = {name: m.BACKENDS for name, m in FORMATS.items() if m.BACKENDS}
+            offered = "; ".join(f"--format={name}: {', '.join(b)}" for name, b in takers.items())
+            raise UserError(f"--st_backends={','.join(self.st_backends)}: --format={self.format} carries "
+                             f"{', '.join(module.BACKENDS) or 'no other runtime'}; the backends offered are {offered}.")
         if not self.out:
             raise UserError("--out is required: the folder to write the export to (it must not exist).")
         if self.max_seq_len is not None and self.max_seq_len < 2:

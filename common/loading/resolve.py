@@ -235,7 +235,8 @@ def resolve_model(model: str, artifacts_dir: str = "artifacts", model_location: 
         model: str. A run ID (`YYYYMMDD-HHMMSS`) under `<artifacts_dir>/model/`,
             a local or `gs://` path (an artifact directory, an embedding
             SavedModel, a TF-Hub-format BERT or a Hugging Face BERT directory, a
-            `.tflite` file or a folder holding `model.tflite`), or an encoder
+            `.tflite` file or a folder holding `model.tflite`, an ONNX or OpenVINO
+            export: any format of `common.models.formats`), or an encoder
             spec ("minilm", "tfhub_bert_small", "random_bert_tiny", a TF Hub URL, ...;
             `common.models.encoder`).
         artifacts_dir: str. Artifacts root for run IDs. Defaults to "artifacts".
@@ -296,8 +297,9 @@ def _path_embedder(name: str, path: str, max_seq_len: Optional[int], precision: 
                                                                          precision=precision)))
     raise UserError(
         f"{path}: not a model directory; expected an artifact (embedding/saved_model.pb), "
-        "an embedding SavedModel, a TF-Hub-format BERT SavedModel, a Hugging Face BERT or RoBERTa directory "
-        "or a TFLite export (model.tflite)."
+        "an embedding SavedModel, a TF-Hub-format BERT SavedModel, a Hugging Face BERT or RoBERTa directory, "
+        "a TFLite export (model.tflite) or an ONNX or OpenVINO export (model.onnx or openvino_model.xml beside "
+        "vocab.txt and tokenizer_config.json)."
     )
 
 

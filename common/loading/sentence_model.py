@@ -74,8 +74,9 @@ class SentenceModel:
         model: str. An encoder spec ("minilm", "random_tiny", "random_bert_tiny",
             "tfhub_bert_small", a TF Hub URL, ...), a run ID `YYYYMMDD-HHMMSS` or "latest" under
             `artifacts_dir`, or a local or `gs://` path (a run's artifact
-            directory, an embedding SavedModel, a TF-Hub-format BERT or a Hugging
-            Face BERT directory). The same values as `test_sts.py --model`.
+            directory, an embedding SavedModel, a TF-Hub-format BERT, a Hugging
+            Face BERT directory, or a TFLite, ONNX or OpenVINO export). The same values as
+            `test_sts.py --model`.
         artifacts_dir: str. Root of the artifacts for run IDs. Defaults to "artifacts".
         model_location: str. "local", or "gcs" to read run IDs from
             `gs://<gcs_bucket>/model/<ID>`. Defaults to "local".

@@ -271,7 +271,8 @@ def test_a_format_is_one_module_and_one_row_of_the_table(tmp_path, monkeypatch):
         return lambda sentences: np.array([table[s.decode("utf-8")] for s in sentences.numpy()], np.float32)
 
     toy = types.SimpleNamespace(
-        DESCRIPTION="the embeddings of a few sentences", QUANTIZATIONS=("none",), writer=writer, read=read,
+        DESCRIPTION="the embeddings of a few sentences", QUANTIZATIONS=("none",), CALIBRATED=(), BACKENDS=(),
+        writer=writer, read=read,
         record=lambda settings: {"sentences": len(SENTENCES)},
         detect=lambda path: os.path.join(path, "toy.json") if os.path.isfile(os.path.join(path, "toy.json")) else None)
     monkeypatch.setitem(formats.FORMATS, "toy", toy)
@@ -286,7 +287,7 @@ def test_a_format_is_one_module_and_one_row_of_the_table(tmp_path, monkeypatch):
                                SentenceModel("random_tiny", max_seq_len=32).encode(SENTENCES), atol=1e-6)
     with pytest.raises(ValueError, match="is an exported model: a traced graph"):  # no encoder to export again
         resolve_encoder(out)
-    with pytest.raises(ValueError, match="--quantize=int8 applies to --format=tflite only; a toy export"):
+    with pytest.raises(ValueError, match="--quantize=int8 applies to --format=tflite/onnx/openvino only; a toy export"):
         export_model(ExportConfig(model="random_tiny", format="toy", out=str(tmp_path / "x"), quantize="int8"))
     monkeypatch.delitem(formats.FORMATS, "toy")
     with pytest.raises(ValueError, match="not a model directory"):  # the row, not anything else, made it readable
@@ -561,8 +562,8 @@ def test_export_py_writes_a_folder_and_refuses_bad_input_in_one_line(tmp_path):
 
 @pytest.mark.parametrize("settings,message", [
     (dict(model="random_tiny", format="sentence-transformers", quantize="int8"),
-     "--quantize=int8 applies to --format=tflite only"),
-    (dict(model="random_tiny", format="onnx"), "--format must be one of sentence-transformers, tflite"),
+     "--quantize=int8 applies to --format=tflite/onnx/openvino only"),
+    (dict(model="random_tiny", format="torchscript"), "--format must be one of sentence-transformers, tflite"),
     (dict(model="no-such-model", format="tflite"), "Unknown --model 'no-such-model'"),
     (dict(model="{tmp}", format="tflite"), "no encoder to export"),
     (dict(model="random_tiny", format="tflite", max_seq_len=1), "--max_seq_len must be >= 2"),

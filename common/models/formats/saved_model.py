@@ -41,6 +41,8 @@ from common.models.sources.exported import (LENGTH_ATTRIBUTE, SERVING_INPUT, SER
 DESCRIPTION = ("the embedding SavedModel a run publishes (strings -> embeddings, tokenizer inside; "
                "TensorFlow and tensorflow-text only)")
 QUANTIZATIONS = ("none",)
+CALIBRATED: tuple = ()  # no --quantize value here reads calibration sentences
+BACKENDS: tuple = ()  # it carries no other runtime's copy (--st_backends)
 SIGNATURE = "serving_default"
 # Where a run's directory keeps it (`common.loading.resolve.EMBEDDING_SUBDIR`).
 _RUN_SUBDIR = "embedding"

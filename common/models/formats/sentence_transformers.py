@@ -23,6 +23,15 @@ loader (`build_encoder(EncoderConfig(spec=folder))`, i.e. `--model=<folder>`) re
     <n>_Normalize/              (empty) when the encoder L2-normalises
     config_sentence_transformers.json
                                 the encoder's `prompts` and `default_prompt_name`
+    onnx/model.onnx             with `backends` "onnx": the ONNX export's graph (`common.models.formats.onnx`),
+                                float32, which `SentenceTransformer(folder, backend="onnx")` loads
+    openvino/openvino_model.xml, openvino/openvino_model.bin
+                                with `backends` "openvino": the OpenVINO export's model, float32, which
+                                `SentenceTransformer(folder, backend="openvino")` loads
+
+sentence-transformers' backends feed `input_ids`, `attention_mask` and `token_type_ids` and read
+the first output, `last_hidden_state`, which its Pooling (and Dense, Normalize) modules then take
+as with PyTorch; the graph's `sentence_embedding` output is the same embedding computed inside.
 
 Every folder's `model.safetensors` holds BERT's pooler as `pooler.dense.*`, so
 `transformers`' `BertModel` gives an encoder with pooling "pooler" as its `pooler_output`.
@@ -54,6 +63,10 @@ from common.models.tokenization import SPECIAL_TOKENS
 DESCRIPTION = "a Hugging Face BERT folder with sentence-transformers modules"
 # Weights are written as they are (float32).
 QUANTIZATIONS = ("none",)
+CALIBRATED: tuple = ()  # no --quantize value here reads calibration sentences
+# The runtimes whose copies of the model the folder can carry (`export.py --st_backends`), each a
+# subfolder named as sentence-transformers' `backend=` looks for it.
+BACKENDS = ("onnx", "openvino")
 
 # sentence-transformers' own name of `torch.nn.Tanh`, which its Dense module imports by it.
 TANH = st_folder.TANH
@@ -129,7 +142,7 @@ def bpe_tokenizer_json(tokenizer: ByteLevelBpeTokenizer) -> Dict[str, Any]:
     }
 
 
-def _write_tokenizer_files(tokenizer, path: str, max_seq_len: int) -> None:
+def write_tokenizer_files(tokenizer, path: str, max_seq_len: int) -> None:
     """The tokenizer's files: WordPiece's vocab.txt, or byte-level BPE's vocab.json and merges.txt;
     tokenizer.json, tokenizer_config.json and special_tokens_map.json for either."""
     if isinstance(tokenizer, ByteLevelBpeTokenizer):
@@ -196,7 +209,7 @@ def write_sentence_transformers(encoder: SentenceEncoder, path: str) -> None:
     with tf.io.gfile.GFile(artifacts.join(path, "model.safetensors"), "wb") as f:
         f.write(safetensors_bytes(hf_weights.hf_state_dict(backbone), metadata={"format": "pt"}))
 
-    _write_tokenizer_files(tokenizer, path, config.max_seq_len)
+    write_tokenizer_files(tokenizer, path, config.max_seq_len)
 
     pooler = config.pooling == "pooler"
     modules = _modules(pooler + len(encoder.dense_layers), config.normalize)
@@ -245,22 +258,54 @@ def _write_dense(folder: str, in_features: int, out_features: int, bias: bool, a
 # === The format's row (`common.models.formats`) ===
 
 def writer(encoder: SentenceEncoder, settings: Any) -> Callable[[str], None]:
-    """What writes `encoder` into a folder (`write_sentence_transformers`); `settings` sets nothing here.
+    """What writes `encoder` into a folder (`write_sentence_transformers`), with the subfolders of
+    `settings.st_backends` (`backend_writers`).
 
     Raises:
-        UserError: for "padded_mean" pooling, which sentence-transformers' Pooling cannot express.
+        UserError: for "padded_mean" pooling, which sentence-transformers' Pooling cannot express, or
+            a backend the ONNX graph cannot write.
     """
     if encoder.pooling == PADDED_MEAN:
         raise UserError(f"{settings.model}: its pooling averages the padding positions too (padded_mean, the "
                          "original PAUSE code's), which sentence-transformers' Pooling module cannot express; "
                          "export it with --format=tflite or --format=tfhub-bert (the backbone alone), or train "
                          "with the default mean pooling.")
-    return lambda folder: write_sentence_transformers(encoder, folder)
+    backends = backend_writers(encoder, settings)
+
+    def write(folder: str) -> None:
+        write_sentence_transformers(encoder, folder)
+        for backend, write_backend in backends.items():
+            tf.io.gfile.makedirs(artifacts.join(folder, backend))
+            write_backend(artifacts.join(folder, backend))
+
+    return write
+
+
+def backend_writers(encoder: SentenceEncoder, settings: Any) -> Dict[str, Callable[[str], None]]:
+    """For each of `settings.st_backends`, what writes its model file(s) into the backend's subfolder:
+    the ONNX and OpenVINO exports' float32 graphs, converted now so that a failure writes nothing."""
+    from common.models.formats import onnx as onnx_format
+    from common.models.formats import openvino as openvino_format
+
+    writers: Dict[str, Callable[[str], None]] = {}
+    for backend in settings.st_backends:
+        onnx_format.refuse_unsupported(encoder, settings.model, f"sentence-transformers --st_backends={backend}")
+        if backend == "onnx":
+            content = onnx_format.model_bytes(encoder)
+
+            def write_onnx(folder: str, content: bytes = content) -> None:
+                with tf.io.gfile.GFile(artifacts.join(folder, onnx_format.ONNX_FILE), "wb") as f:
+                    f.write(content)
+
+            writers[backend] = write_onnx
+        else:
+            writers[backend] = openvino_format.model_writer(openvino_format.converted(encoder))
+    return writers
 
 
 def record(settings: Any) -> Dict[str, Any]:
-    """Nothing beyond `export.json`'s common entries."""
-    return {}
+    """The backends' subfolders it carries, if any."""
+    return {"st_backends": list(settings.st_backends)} if settings.st_backends else {}
 
 
 def detect(path: str) -> Optional[str]:

@@ -53,6 +53,8 @@ from common.models.tokenization import BertTokenizer
 DESCRIPTION = "a BERT backbone as a SavedModel with TF Hub's BERT encoder interface, for hub.KerasLayer"
 # Weights stay float32: they are trained further.
 QUANTIZATIONS = ("none",)
+CALIBRATED: tuple = ()  # no --quantize value here reads calibration sentences
+BACKENDS: tuple = ()  # it carries no other runtime's copy (--st_backends)
 INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 VOCAB_ASSET = "vocab.txt"
 # Where the export's own record is (common.export.EXPORT_RECORD), read for the pooling to embed with.

@@ -40,6 +40,8 @@ from common.models.sources.exported import SERVING_INPUT, SERVING_OUTPUT, refuse
 DESCRIPTION = "one TFLite model, tokenizer inside"
 TFLITE_FILE = "model.tflite"
 QUANTIZATIONS = ("none", "int8")
+CALIBRATED: tuple = ()  # no --quantize value here reads calibration sentences
+BACKENDS: tuple = ()  # it carries no other runtime's copy (--st_backends)
 SIGNATURE = "serving_default"
 
 
