@@ -11,7 +11,7 @@ import sys
 import bench
 from tools.gen_flags_doc import load_inventory
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = {**os.environ, "PYTHONPATH": ROOT}
 MODULES = sorted(m.name for m in pkgutil.iter_modules(bench.__path__))
 # A fresh interpreter: absl's flags are global to a process, and this one may have defined some.

@@ -11,7 +11,7 @@ import numpy as np
 
 from common.data.synthetic import write_documents
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_pack_books_writes_the_windows_of_the_masked_lm_method(tmp_path):

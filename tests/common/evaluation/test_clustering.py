@@ -11,7 +11,7 @@ from common.evaluation.clustering import (ClusterConfig, Clustering, assign_nois
                                           core_distances, load_labelled_file, project_2d, reduce_dimensions,
                                           score_clustering)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def _groups(seed=0, n=60, k=4, dim=16):

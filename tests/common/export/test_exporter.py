@@ -30,7 +30,7 @@ from common.training.runs import train
 from fixtures import rebuilt_from_config
 from numpy_bert import bert_mean_pooled, bert_pooler_output
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 # Plain ASCII: keras-hub's tokenizer does not strip accents, so only such text tokenizes alike there.
 ASCII = ["A man is playing a guitar.", "", "Stocks fell sharply on Monday, didn't they?",
          "The quick brown fox jumps over the lazy dog " * 4]

@@ -19,7 +19,7 @@ from common.models.encoder import EncoderConfig, build_encoder
 from common.models.sources.names import minilm_dir
 from fixtures import rebuilt_from_config
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 TEXTS = ["A man is playing a guitar.", "", "Stocks fell sharply on Monday, didn't they?",
          "the quick brown fox jumps over the lazy dog " * 3]
 HIDDEN = 32  # tests/fixtures.py's tiny BERT

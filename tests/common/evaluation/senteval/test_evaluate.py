@@ -15,7 +15,7 @@ from common.evaluation.senteval.cache import EmbeddingCache
 from common.evaluation.senteval.configs import CONFIGS
 from senteval_fixtures import write_senteval_root
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 
 
 class FakeEmbed:
