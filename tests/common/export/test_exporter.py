@@ -28,6 +28,7 @@ from common.models.tokenization import BertTokenizer, TokenizerConfig
 from common.training import registry
 from common.training.runs import train
 from fixtures import rebuilt_from_config
+from in_process import run_script
 from numpy_bert import bert_mean_pooled, bert_pooler_output
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -553,7 +554,7 @@ def test_export_py_writes_a_folder_and_refuses_bad_input_in_one_line(tmp_path):
     for args, message in [(("--model=random_tiny", "--format=sentence-transformers", f"--out={out}"),
                            f"--out={out} exists"),
                           (("--model=random_tiny", f"--out={tmp_path / 'x'}"), "--format is required")]:
-        proc = run(*args)
+        proc = run_script("export.py", list(args), cwd=str(tmp_path))
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, (args, proc.stderr[-1500:])
         assert proc.stderr.strip().splitlines()[-1].startswith(f"export.py: {message}"), proc.stderr[-1500:]
     assert not (tmp_path / "x").exists()
