@@ -1,7 +1,8 @@
-"""A root script run in this test's process, as `python <script> <args>` would run it, without paying
-TensorFlow's start-up again: for the checks of what a script refuses (exit code 2 and one line) and
-of its `--help*` text. Each script keeps one real subprocess in the suite for its real entry point
-(tests/test_scripts.py and its own tests).
+"""A root script or a bench module run in this test's process, as `python <script> <args>` or `python -m
+<module> <args>` would run it, without paying TensorFlow's start-up again: for the checks of what a
+script refuses (exit code 2 and one line) and of its `--help*` text. Each script keeps one real
+subprocess in the suite for its real entry point (tests/test_scripts.py and its own tests; a bench
+module's is its `--helpxml` run by tests/bench/test_modules.py).
 
 The script runs as `__main__` through its own `cli.run(main)`, with sys.argv, the working directory,
 stdout and stderr as a subprocess would see them. absl's flags are global to the process: the
@@ -19,6 +20,7 @@ import runpy
 import subprocess
 import sys
 import traceback
+import warnings
 
 from absl import app, flags
 from absl.testing import flagsaver
@@ -41,7 +43,33 @@ def run_script(script: str, args: list, cwd: str) -> subprocess.CompletedProcess
         the script gives exit code 1 and its traceback on stderr, as the interpreter does.
     """
     path = os.path.join(ROOT, script)
-    argv, old_cwd = [path, *args], os.getcwd()
+    return _run([path, *args], lambda: runpy.run_path(path, run_name="__main__"), cwd)
+
+
+def run_module(module: str, args: list, cwd: str = ROOT) -> subprocess.CompletedProcess:
+    """Runs `python -m <module> <args>` in this process, in `cwd` (as `run_script`).
+
+    Args:
+        module: str. A module run as a script, e.g. "bench.ablation".
+        args: list. Its command-line arguments.
+        cwd: str. The working directory of the run. Defaults to the repository root.
+
+    Returns:
+        subprocess.CompletedProcess, as `run_script`'s.
+    """
+    def run():
+        # runpy puts the module's file in sys.argv[0], as `python -m` does. A test that imported the module
+        # keeps its copy: the run executes a fresh one as __main__, which runpy warns about needlessly here.
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".* found in sys.modules after import of package",
+                                    category=RuntimeWarning)
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+    return _run(["-m", *args], run, cwd)
+
+
+def _run(argv: list, run, cwd: str) -> subprocess.CompletedProcess:
+    old_cwd = os.getcwd()
     stdout, stderr = io.StringIO(), io.StringIO()
     tf_logger = logging.getLogger("tensorflow")
     tf_level, was_parsed = tf_logger.level, flags.FLAGS.is_parsed()
@@ -51,10 +79,10 @@ def run_script(script: str, args: list, cwd: str) -> subprocess.CompletedProcess
     init_done, app._run_init.done = app._run_init.done, True
     try:
         with flagsaver.flagsaver(), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-            old_argv, sys.argv = sys.argv, argv
+            old_argv, sys.argv = sys.argv, list(argv)
             os.chdir(cwd)
             try:
-                runpy.run_path(path, run_name="__main__")
+                run()
                 code = 0
             except SystemExit as e:
                 code = 0 if e.code is None else e.code if isinstance(e.code, int) else 1
