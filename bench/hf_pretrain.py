@@ -43,7 +43,7 @@ from absl import app, flags
 
 # (layers, hidden size, heads) of Google's small BERTs, as the toolkit's FRESH_BERTS; and their old
 # spellings, as its SPEC_ALIASES. This script runs without TensorFlow, so it cannot import the toolkit's
-# tables; tests/test_bench_pretraining.py checks that these agree with them.
+# tables; tests/bench/test_pretraining.py checks that these agree with them.
 SHAPES = {"random_bert_tiny": (2, 128, 2), "random_bert_mini": (4, 256, 4), "random_bert_small": (4, 512, 8),
           "random_bert_medium": (8, 512, 8), "random_bert_base": (12, 768, 12)}
 OLD_SIZES = {name.removeprefix("random_"): name for name in SHAPES}

@@ -138,9 +138,9 @@ FORMULA_TESTS = {
          "the official per-epoch PU-weight annealing reproduced"),
     ),
     "declutr": (
-        ("tests/common/test_contrastive.py::test_nt_xent_matches_numpy",
+        ("tests/common/training/test_contrastive.py::test_nt_xent_matches_numpy",
          "DeCLUTR's eq. 2 (NT-Xent over 2N views, both directions) against NumPy"),
-        ("tests/common/test_contrastive.py::test_correct_pairing_scores_lower_than_shuffled",
+        ("tests/common/training/test_contrastive.py::test_correct_pairing_scores_lower_than_shuffled",
          "the right pairing scores lower than a shuffled one"),
         ("tests/declutr_tf/test_span_sampling.py::test_placement_matches_the_official_sampler_on_a_4096_token_document",
          "span placement statistics equal to the official sampler's on a 4,096-token document"),

@@ -21,7 +21,17 @@ DEFAULTS = {"train_data": DEFAULT_DOCUMENTS, "batch_size": 4, "max_seq_len": 512
 
 @dataclasses.dataclass(frozen=True)
 class DeclutrOptions(GradCacheOptions, DocumentOptions):
-    """DeCLUTR hyperparameters; defaults are the paper's (A=2, P=2, l_min=32, l_max=512, temperature 0.05)."""
+    """DeCLUTR hyperparameters; defaults are the paper's (A=2, P=2, l_min=32, l_max=512, temperature 0.05).
+
+    Example:
+        >>> from common.training import registry
+        >>> config = registry.build_config("declutr", {"model": "random_tiny", "num_anchors": 1, "max_span_len": 64})
+        >>> options = config.options
+        >>> options.num_anchors, options.num_positives, options.min_span_len, options.max_span_len
+        (1, 2, 32, 64)
+
+        `common.training.runs.train(config)` runs it as `train.py --method=declutr` would.
+    """
 
     num_anchors: int = option(2, "Anchors per document (A).", lower_bound=1)
     num_positives: int = option(2, "Positives per anchor (P).", lower_bound=1)

@@ -19,7 +19,16 @@ DEFAULTS = {"model": "random_bert_tiny", "train_data": ("documents/gutenberg/boo
 
 @dataclasses.dataclass(frozen=True)
 class MlmOptions(DocumentOptions):
-    """BERT's masked-LM recipe on documents packed into windows of --max_seq_len tokens."""
+    """BERT's masked-LM recipe on documents packed into windows of --max_seq_len tokens.
+
+    Example:
+        >>> from common.training import registry
+        >>> config = registry.build_config("mlm", {"model": "random_bert_tiny", "mask_rate": 0.2})
+        >>> config.options.mask_rate, config.options.heldout_books
+        (0.2, 6)
+
+        `common.training.runs.train(config)` runs it as `train.py --method=mlm` would.
+    """
 
     mask_rate: float = option(0.15, "Share of real tokens selected for prediction (80 % [MASK], 10 % random, "
                                     "10 % unchanged); fresh masks every step.")

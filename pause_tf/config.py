@@ -31,7 +31,18 @@ PAIR_DATA_FLAGS = ("columns", "labels", "unlabeled_data", "class_priors")
 
 @dataclasses.dataclass(frozen=True)
 class PauseOptions:
-    """PAUSE (NLI with partial labels) or STS-B fine-tuning of a PAUSE model."""
+    """PAUSE (NLI with partial labels) or STS-B fine-tuning of a PAUSE model.
+
+    Example:
+        >>> from common.training import registry
+        >>> config = registry.build_config("pause", {"model": "random_tiny", "pos_sample_prec": 5, "prior": 0.3})
+        >>> config.options.pos_sample_prec, config.options.prior, config.options.label_names
+        (5, 0.3, ('entailment', 'neutral', 'contradiction'))
+        >>> config.run.batch_size  # PAUSE's default, the original code's
+        1024
+
+        `common.training.runs.train(config)` runs it as `train.py --method=pause` would.
+    """
 
     task: str = option("nli", "nli, or stsb to fine-tune --pretrained_weights on STS-B.", choices=TASKS)
     pretrained_weights: str = option("", "Run ID or artifact directory of a PAUSE model to start from.")

@@ -43,6 +43,14 @@ class SimcseOptions(GradCacheOptions):
     `stsb:<split>`; sup takes NLI sources (premise, entailment, contradiction). NLI
     sources are the official files, any table of pairs (CSV, TSV, JSONL, Parquet, a
     saved datasets folder; `--columns` maps its columns) or `senteval:<split>`.
+
+    Example:
+        >>> from common.training import registry
+        >>> config = registry.build_config("simcse", {"model": "random_tiny", "simcse_mode": "sup"})
+        >>> config.options.mode, config.options.temperature, config.run.batch_size
+        ('sup', 0.05, 512)
+
+        `common.training.runs.train(config)` runs it as `train.py --method=simcse` would.
     """
 
     mode: str = option("unsup", "unsup (dropout views of one sentence) or sup (NLI triples with hard negatives).",

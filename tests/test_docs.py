@@ -591,17 +591,26 @@ def test_entry_points_resolve_as_the_shell_would():
 
 
 def test_the_examples_in_the_public_apis_docstrings_run_as_written():
-    """SentenceModel, build_encoder, SentenceEncoder.from_preset, the method registry and the evaluators show an
-    Example; each runs and prints what it says."""
+    """The public classes and functions show an Example (SentenceModel and similarity, SentenceEncoder and
+    from_preset, build_encoder, export_model, the evaluators, the registry and each method's options); each
+    runs and prints what it says."""
     import doctest
 
     from common import api
     from common.evaluation import evaluators
+    from common.export import export_model
     from common.models.encoder import SentenceEncoder, build_encoder
     from common.training import registry
+    from declutr_tf.config import DeclutrOptions
+    from mlm_tf.config import MlmOptions
+    from pause_tf.config import PauseOptions
+    from simcse_tf.config import SimcseOptions
+    from trans_encoder_tf.config import TransEncoderOptions
 
-    for obj in (api.SentenceModel, build_encoder, SentenceEncoder.from_preset, registry.build_config,
-                evaluators):
+    for obj in (api.SentenceModel, api.similarity, SentenceEncoder, SentenceEncoder.from_preset, build_encoder,
+                export_model, registry.build_config, evaluators, evaluators.Evaluator, evaluators.StsbDevEvaluator,
+                evaluators.ScoredPairsEvaluator, evaluators.BinaryPairsEvaluator, PauseOptions, DeclutrOptions,
+                SimcseOptions, TransEncoderOptions, MlmOptions):
         assert ">>>" in obj.__doc__, obj
         finder, runner = doctest.DocTestFinder(recurse=False), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
         for test in finder.find(obj, globs={}):

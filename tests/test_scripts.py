@@ -1,4 +1,5 @@
-"""Smoke tests of every script's `main`, through the real command line."""
+"""Smoke tests of every script's `main`, through the real command line; refusals and `--help` text in-process
+(tests/in_process.py), each script keeping its real runs here and beside its library's tests."""
 
 import functools
 import json
@@ -9,7 +10,9 @@ import sys
 
 import pytest
 
+from common.errors import UserError
 from fixtures import write_sts_root
+from in_process import run_script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What TensorFlow writes to stderr when it is imported, or its devices are first listed, outside
@@ -102,7 +105,7 @@ def test_an_old_spec_spelling_still_works_with_one_notice_and_is_recorded_by_its
 
 
 def test_test_sts_rejects_bad_input_clearly(tmp_path):
-    proc = _run([os.path.join(ROOT, "test_sts.py"), "--model=nonsense", f"--data_path={tmp_path}"], cwd=str(tmp_path))
+    proc = run_script("test_sts.py", ["--model=nonsense", f"--data_path={tmp_path}"], cwd=str(tmp_path))
     assert proc.returncode == 2 and "Valid forms" in proc.stderr
     proc = _run([os.path.join(ROOT, "test_sts.py"), "--model=random_tiny", f"--data_path={tmp_path / 'nope'}"],
                 cwd=str(tmp_path))
@@ -111,16 +114,16 @@ def test_test_sts_rejects_bad_input_clearly(tmp_path):
     # CUDA stubs, the CUDA driver probe of a CPU-only machine). --verbose shows the traceback.
     assert "Traceback" not in proc.stderr and proc.stderr.strip().splitlines()[-1].startswith("test_sts.py: Data")
     assert not any(s in proc.stderr for s in TENSORFLOW_NOISE), proc.stderr
-    verbose = _run([os.path.join(ROOT, "test_sts.py"), "--model=random_tiny", f"--data_path={tmp_path / 'nope'}",
-                    "--verbose"], cwd=str(tmp_path))
+    verbose = run_script("test_sts.py", ["--model=random_tiny", f"--data_path={tmp_path / 'nope'}", "--verbose"],
+                         cwd=str(tmp_path))
     assert verbose.returncode != 0 and "Traceback" in verbose.stderr
     # A stray argument is a user error too: one line and exit 2, not absl's usage text and exit 1.
-    proc = _run([os.path.join(ROOT, "test_sts.py"), "stray"], cwd=str(tmp_path))
+    proc = run_script("test_sts.py", ["stray"], cwd=str(tmp_path))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines()[-1] == (
         "test_sts.py: Unexpected arguments: ['stray']; every input is a flag (--name=value), --helpshort lists "
         "them.")
-    verbose = _run([os.path.join(ROOT, "test_sts.py"), "stray", "--verbose"], cwd=str(tmp_path))
+    verbose = run_script("test_sts.py", ["stray", "--verbose"], cwd=str(tmp_path))
     assert verbose.returncode == 2 and verbose.stderr.strip().splitlines()[-1].startswith("test_sts.py: Unexpected")
 
 
@@ -160,8 +163,7 @@ def test_retrieval_eval_scores_a_spec_and_writes_json(tmp_path):
 
 def test_retrieval_eval_missing_qrels_is_one_line_and_exit_2(tmp_path):
     data = _write_tiny_beir(str(tmp_path / "beir"))
-    proc = _run([os.path.join(ROOT, "retrieval_eval.py"), "--model=random_tiny", f"--data={data}", "--split=dev"],
-                cwd=str(tmp_path))
+    proc = run_script("retrieval_eval.py", ["--model=random_tiny", f"--data={data}", "--split=dev"], cwd=str(tmp_path))
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
     (line,) = proc.stderr.strip().splitlines()
@@ -173,42 +175,35 @@ def test_retrieval_eval_missing_qrels_is_one_line_and_exit_2(tmp_path):
     ("train.py", "--batch_size=many", "flag --batch_size=many: invalid literal for int()"),
 ])
 def test_a_flag_absl_cannot_parse_is_one_line_and_exit_2(script, flag, says, tmp_path):
-    proc = _run([os.path.join(ROOT, script), flag], cwd=str(tmp_path))
+    proc = run_script(script, [flag], cwd=str(tmp_path))
     assert proc.returncode == 2, proc.stderr[-2000:]
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith(f"{script}: ") and says in last
     assert last.endswith("--helpshort lists the flags and their defaults.")
     assert "Traceback" not in proc.stderr and "FATAL" not in proc.stderr
     # and the advice works
-    assert _helpshort(script).stdout.count("--") > 3
+    assert run_script(script, ["--helpshort"], cwd=str(tmp_path)).stdout.count("--") > 3
 
 
-# Runs a root script as `python <script>` would, after replacing `resolve_model` (which test_sts.py calls
-# first) with one that raises the exception given as sys.argv[1]: a defect or a user error deep in a run.
-INJECT = """
-import runpy, sys
-from common import cli  # noqa: F401
-import common.loading.resolve as resolve
-from common.errors import UserError
-error = {"internal": ValueError("an internal invariant broke"),
-         "user": UserError("--model: no such model")}[sys.argv[1]]
-def resolve_model(*args, **kwargs):
-    raise error
-resolve.resolve_model = resolve_model
-script = sys.argv[2]
-sys.argv = [script, *sys.argv[3:]]
-runpy.run_path(script, run_name="__main__")
-"""
+def test_a_defect_shows_its_traceback_and_exits_1_a_user_error_is_one_line(tmp_path, monkeypatch):
+    """`resolve_model`, which test_sts.py calls first, is replaced by one that raises `raised[0]`: a defect
+    or a user error deep in a run."""
+    import common.loading.resolve as resolve
 
+    raised = [ValueError("an internal invariant broke")]
 
-def test_a_defect_shows_its_traceback_and_exits_1_a_user_error_is_one_line(tmp_path):
+    def resolve_model(*args, **kwargs):
+        raise raised[0]
+
+    monkeypatch.setattr(resolve, "resolve_model", resolve_model)
     data = write_sts_root(str(tmp_path / "data"))
-    args = [os.path.join(ROOT, "test_sts.py"), "--model=random_tiny", f"--data_path={data}"]
-    internal = _run(["-c", INJECT, "internal", *args], cwd=str(tmp_path))
+    args = ["--model=random_tiny", f"--data_path={data}"]
+    internal = run_script("test_sts.py", args, cwd=str(tmp_path))
     assert internal.returncode == 1, internal.stderr[-2000:]
     assert "Traceback" in internal.stderr and "in resolve_model" in internal.stderr
     assert internal.stderr.strip().splitlines()[-1] == "ValueError: an internal invariant broke"
-    user = _run(["-c", INJECT, "user", *args], cwd=str(tmp_path))
+    raised[0] = UserError("--model: no such model")
+    user = run_script("test_sts.py", args, cwd=str(tmp_path))
     assert user.returncode == 2, user.stderr[-2000:]
     assert "Traceback" not in user.stderr
     assert user.stderr.strip().splitlines()[-1] == ("test_sts.py: --model: no such model "
@@ -304,14 +299,14 @@ def test_train_then_load_plainly_then_score(tmp_path):
 
 
 def test_train_rejects_a_flag_the_method_does_not_use(tmp_path):
-    proc = _run([os.path.join(ROOT, "train.py"), "--method=simcse", "--prior=0.5"], cwd=str(tmp_path))
+    proc = run_script("train.py", ["--method=simcse", "--prior=0.5"], cwd=str(tmp_path))
     assert proc.returncode == 2
     assert "--method=simcse does not use --prior" in proc.stderr and "setting of pause" in proc.stderr
     assert "Traceback" not in proc.stderr and not os.path.exists(tmp_path / "artifacts")
 
 
 def test_train_helpfull_groups_flags_by_method(tmp_path):
-    proc = _run([os.path.join(ROOT, "train.py"), "--helpfull"], cwd=str(tmp_path))
+    proc = run_script("train.py", ["--helpfull"], cwd=str(tmp_path))
     out = proc.stdout + proc.stderr
     for group in ("train.py: every method", "method pause", "method declutr", "method simcse"):
         assert group in out, group

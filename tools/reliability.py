@@ -8,9 +8,9 @@ could type (tiny random BERT, synthetic data written under `--work_dir`); the ta
 case, the last line on stderr (or the line that matters on stdout), the exit code and the
 seconds. Each case is a fresh process that imports TensorFlow and most train a tiny model, so
 the whole takes minutes: too long for the test suite, where each behaviour is tested in process
-(tests/common/test_runs.py, tests/common/test_method_contract.py, tests/common/test_files.py,
+(tests/common/training/test_runs.py, tests/common/training/test_method_contract.py, tests/common/data/test_files.py,
 tests/test_scripts.py, ...). Cases that need a failure inside the process (a full disk during
-publishing) are covered by tests (tests/common/test_runs.py, tests/common/test_artifacts.py),
+publishing) are covered by tests (tests/common/training/test_runs.py, tests/common/test_artifacts.py),
 named in the table's last rows.
 """
 

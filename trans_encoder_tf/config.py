@@ -29,6 +29,14 @@ class TransEncoderOptions:
     `--train_lr`, `--weight_decay`, `--warmup_fraction`, `--max_seq_len` set
     the bi-encoder phases, the `cross_*` settings the cross-encoder phases;
     `--train_steps_per_epoch`, when given, caps the epoch of every phase.
+
+    Example:
+        >>> from common.training import registry
+        >>> config = registry.build_config("trans_encoder", {"model": "random_tiny", "cycles": 1})
+        >>> config.options.cycles, config.options.pairs, config.options.cross_batch_size
+        (1, 'sts_sickr', 32)
+
+        `common.training.runs.train(config)` runs it as `train.py --method=trans_encoder` would.
     """
 
     pairs: str = option(STS_SICKR, "Unlabelled sentence pairs: sts_sickr (the pairs of STS12-16, STS-B and SICK "

@@ -48,6 +48,20 @@ class Evaluator(abc.ABC):
             `eval/<primary_metric>` and selected on by `--publish_best`.
         greater_is_better: bool. Whether a higher primary metric is a better model.
         scores_cross_encoders: bool. Whether `score_pairs` / `pair_predictions` work (pair evaluators).
+
+    Example:
+        >>> import numpy as np, tensorflow as tf
+        >>> from common.evaluation.evaluators import Evaluator
+        >>> from common.models import EncoderConfig, build_encoder
+        >>> class SpreadEvaluator(Evaluator):  # how far apart two unrelated sentences are
+        ...     name, primary_metric, greater_is_better = "spread", "spread_cosine", False
+        ...     def __call__(self, embed_fn):
+        ...         a, b = np.asarray(embed_fn(tf.constant(["A cat sleeps.", "Stocks fell."])))
+        ...         return {"spread_cosine": float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))}
+        >>> encoder = build_encoder(EncoderConfig(spec="random_tiny"))
+        >>> metrics = SpreadEvaluator()(encoder.embed_strings)
+        >>> list(metrics), -1.0 <= metrics["spread_cosine"] <= 1.0
+        (['spread_cosine'], True)
     """
 
     name: str = ""
@@ -121,6 +135,12 @@ class StsbDevEvaluator(PairsEvaluator):
         data_path: str. Data root in SentEval's layout.
         batch_size: int. Sentences per encoding batch. Defaults to 128.
         progress: bool. Show a progress bar while encoding. Defaults to False.
+
+    Example:
+        >>> from common.evaluation.evaluators import StsbDevEvaluator
+        >>> evaluator = StsbDevEvaluator(data_path="data")  # train.py's --data_path; read when first called
+        >>> evaluator.name, evaluator.primary_metric, evaluator.greater_is_better
+        ('STS-B dev', 'stsb_dev_spearman', True)
     """
 
     name = "STS-B dev"
@@ -169,7 +189,19 @@ class OwnPairsEvaluator(PairsEvaluator):
 
 class ScoredPairsEvaluator(OwnPairsEvaluator):
     """Your own pairs with similarity scores: Spearman and Pearson x100 of cosine similarity (`OwnPairsEvaluator`'s
-    arguments; the pairs e.g. from `common.evaluation.sts.read_scored_pairs`)."""
+    arguments; the pairs e.g. from `common.evaluation.sts.read_scored_pairs`).
+
+    Example:
+        >>> import numpy as np
+        >>> from common.data.sts import PairSet
+        >>> from common.evaluation.evaluators import ScoredPairsEvaluator
+        >>> from common.models import EncoderConfig, build_encoder
+        >>> pairs = PairSet(["a cat", "a dog", "rain"], ["a cat sits", "a puppy", "sunshine"],
+        ...                 np.array([4.5, 3.0, 0.5]))  # or read_scored_pairs("my_pairs.csv")
+        >>> evaluator = ScoredPairsEvaluator(pairs, prefix="val")
+        >>> sorted(evaluator(build_encoder(EncoderConfig(spec="random_tiny")).embed_strings))
+        ['val_pearson', 'val_spearman']
+    """
 
     what, metric = "pairs", "spearman"
 
@@ -182,7 +214,21 @@ class BinaryPairsEvaluator(OwnPairsEvaluator):
     """Your own pairs with 0/1 labels (paraphrase, duplicate): average precision of the cosine similarity, and
     accuracy, F1, precision and recall at their best cosine thresholds, as sentence-transformers'
     `BinaryClassificationEvaluator` computes them (`common.evaluation.binary`); fractions in [0, 1]
-    (`OwnPairsEvaluator`'s arguments)."""
+    (`OwnPairsEvaluator`'s arguments).
+
+    Example:
+        >>> import numpy as np
+        >>> from common.data.sts import PairSet
+        >>> from common.evaluation.evaluators import BinaryPairsEvaluator
+        >>> pairs = PairSet(["a cat", "a dog", "rain", "snow"], ["a kitten", "a car", "sunshine", "snowfall"],
+        ...                 np.array([1, 0, 0, 1]))
+        >>> evaluator = BinaryPairsEvaluator(pairs)
+        >>> evaluator.primary_metric
+        'dev_average_precision'
+        >>> metrics = evaluator.metrics_of(np.array([0.9, 0.2, 0.1, 0.8]))  # or evaluator(encoder.embed_strings)
+        >>> metrics["dev_average_precision"], metrics["dev_accuracy"]
+        (1.0, 1.0)
+    """
 
     what, metric = "binary pairs", "average_precision"
 

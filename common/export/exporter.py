@@ -109,6 +109,17 @@ def export_model(config: ExportConfig) -> Dict[str, Any]:
         UserError: for invalid settings, an existing `out`, or a model that has no
             encoder to export (see `resolve_encoder`).
         FileNotFoundError: for a run ID or path that does not exist.
+
+    Example:
+        >>> import tempfile
+        >>> from common import SentenceModel
+        >>> from common.export import ExportConfig, export_model
+        >>> with tempfile.TemporaryDirectory() as tmp:  # e.g. model="latest", your last train.py run
+        ...     record = export_model(ExportConfig(model="random_tiny", format="sentence-transformers",
+        ...                                        out=f"{tmp}/my-model"))
+        ...     embeddings = SentenceModel(f"{tmp}/my-model").encode(["A man plays a guitar."])
+        >>> record["format"], embeddings.shape
+        ('sentence-transformers', (1, 32))
     """
     config.validate()
     if tf.io.gfile.exists(config.out):

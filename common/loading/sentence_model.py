@@ -59,6 +59,12 @@ def similarity(a, b) -> np.ndarray:
 
     Raises:
         UserError: for inputs that are not 1-D or 2-D numbers, or of different widths.
+
+    Example:
+        >>> from common import similarity
+        >>> similarity([[1.0, 0.0], [1.0, 1.0]], [[2.0, 0.0], [0.0, 3.0], [-1.0, 0.0]]).round(2)
+        array([[ 1.  ,  0.  , -1.  ],
+               [ 0.71,  0.71, -0.71]], dtype=float32)
     """
     a, b = _as_matrix(a, "a"), _as_matrix(b, "b")
     if a.shape[1] != b.shape[1]:

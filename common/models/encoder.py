@@ -97,6 +97,16 @@ class SentenceEncoder(keras.Model):
         tokenizer_config: TokenizerConfig or None. With `tokenizer` None: the tokenizer that
             `load_assets` builds.
         tokenizer_type: str. With `tokenizer` None: "wordpiece" or "byte_level_bpe".
+
+    Example:
+        >>> import tensorflow as tf
+        >>> from common.models import SentenceEncoder
+        >>> encoder = SentenceEncoder.from_preset("random_tiny", output_mode="dict")  # or "minilm", a folder, a run
+        >>> outputs = encoder(tf.constant(["A man plays a guitar.", "Rain."]))
+        >>> sorted(outputs)
+        ['embedding', 'padding_mask', 'pooled', 'pooler_output', 'sequence_output', 'token_ids']
+        >>> outputs["embedding"].shape
+        TensorShape([2, 32])
     """
 
     def __init__(self, tokenizer: Optional[BertTokenizer], backbone, pooling: str, normalize: bool,

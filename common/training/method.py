@@ -55,7 +55,7 @@ def dense_gradients(grads):
     moment of an embedding row that a batch gathers k times becomes the sum of k squares instead
     of the square of the sum, and the row's step up to sqrt(k) times Adam's: [CLS], [SEP], the
     segment embedding and frequent words moved several times too far (bench/parity.py found it;
-    tests/common/test_sparse_gradients.py pins Keras' behaviour). A dense gradient adds the
+    tests/common/training/test_sparse_gradients.py pins Keras' behaviour). A dense gradient adds the
     slices first, as PyTorch's embedding gradient does.
     """
     return [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]

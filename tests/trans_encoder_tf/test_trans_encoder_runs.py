@@ -15,6 +15,7 @@ from common.training import registry
 from common.training.runs import train
 from distributed_checks import ROOT
 from fixtures import write_sts_root
+from in_process import run_script
 from resume_check import Killed, saved_weights
 from trans_encoder_tf.method import smoke
 
@@ -80,11 +81,11 @@ def test_two_cycles_through_train_py_then_test_sts_py_in_both_modes(two_cycles):
     np.testing.assert_allclose(cross_result["stsb"]["dev"], record["metrics"]["cross_stsb_dev_spearman"], atol=1e-3)
     np.testing.assert_allclose(bi_result["stsb"]["dev"], record["metrics"]["stsb_dev_spearman"], atol=1e-3)
     # A cross-encoder scored as a bi-encoder is refused, naming the mode it needs.
-    wrong = _run([os.path.join(ROOT, "test_sts.py"), f"--model={model_dir / 'cross'}", f"--data_path={data}",
-                  f"--artifacts_dir={artifacts}"], cwd=str(root))
+    wrong = run_script("test_sts.py", [f"--model={model_dir / 'cross'}", f"--data_path={data}",
+                                       f"--artifacts_dir={artifacts}"], cwd=str(root))
     assert wrong.returncode == 2 and "--mode=cross" in wrong.stderr and "Traceback" not in wrong.stderr
-    wrong = _run([os.path.join(ROOT, "test_sts.py"), "--model=random_tiny", "--mode=cross", f"--data_path={data}",
-                  f"--artifacts_dir={artifacts}"], cwd=str(root))
+    wrong = run_script("test_sts.py", ["--model=random_tiny", "--mode=cross", f"--data_path={data}",
+                                       f"--artifacts_dir={artifacts}"], cwd=str(root))
     assert wrong.returncode == 2 and "--mode=bi" in wrong.stderr
 
 

@@ -19,7 +19,7 @@ from common.errors import UserError
 from common.models import EncoderConfig, SentenceEncoder, build_encoder
 from common.models.encoder import MERGES_ASSET, VOCABULARY_ASSET
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SENTENCES = ["Who was Galileo ?", "How far is it from Denver to Aspen ?", "", "Crème brûlée, isn't it?"]
 # The tiny random BERT of the tests (2 layers, hidden 32), short sentences.
 TINY = dict(max_seq_len=32)

@@ -14,7 +14,7 @@ from common import SentenceModel
 from common.errors import UserError
 from common.evaluation.mteb_model import MtebEncoder, prompt_name
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 TEXTS = ["A man is playing a guitar.", "Someone plays an instrument.", "", "Stocks fell on Monday.",
          "The quick brown fox jumps over the lazy dog."]
 

@@ -3,8 +3,6 @@ variant is checked against the plain one on a tiny random BERT, for every method
 has it (SimCSE unsup and sup, DeCLUTR contrastive + MLM)."""
 
 import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -16,7 +14,8 @@ from common.training import grad_cache, registry
 from common.training.grad_cache import cached_gradients, mini_batch_chunks, split_batch
 from common.training.loop import rng_variables
 from common.training.runs import seeded, train
-from distributed_checks import ROOT, assert_replicas_agree, replica_checks
+from distributed_checks import assert_replicas_agree, replica_checks
+from in_process import run_script
 from resume_check import full_and_resumed_runs, saved_weights
 
 # name -> (method, settings over its smoke settings, mini_batch_size): 4 mini-batches each.
@@ -210,10 +209,8 @@ def test_mini_batch_size_must_divide_the_per_replica_batch():
 
 
 def test_train_py_refuses_a_mini_batch_size_that_does_not_divide_the_batch(tmp_path):
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "train.py"), "--method=simcse", "--model=random_tiny",
-                           "--batch_size=8", "--mini_batch_size=3", "--train_steps_per_epoch=1",
-                           f"--artifacts_dir={tmp_path}"],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT}, timeout=300)
+    proc = run_script("train.py", ["--method=simcse", "--model=random_tiny", "--batch_size=8", "--mini_batch_size=3",
+                                   "--train_steps_per_epoch=1", f"--artifacts_dir={tmp_path}"], cwd=str(tmp_path))
     assert proc.returncode == 2, proc.stderr[-2000:]
     # One line, no traceback (as tests/test_scripts.py: only a CPU machine's CUDA driver probe may precede it).
     last = proc.stderr.strip().splitlines()[-1]

@@ -12,7 +12,7 @@ from fixtures import write_senteval_snli
 from bench import make_retrieval_set, retrieval_vs_st, retrieval_worker
 from common.evaluation.retrieval import load_beir
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_worker_reads_the_set_the_toolkit_reads(tmp_path):

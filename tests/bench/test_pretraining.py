@@ -10,8 +10,9 @@ import sys
 import numpy as np
 
 from common.data.synthetic import write_documents
+from in_process import run_module
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_pack_books_writes_the_windows_of_the_masked_lm_method(tmp_path):
@@ -30,18 +31,16 @@ def test_pack_books_writes_the_windows_of_the_masked_lm_method(tmp_path):
     assert int(arrays["mask_id"]) == tokenizer.mask_id and list(arrays["vocab"]) == tokenizer.vocabulary
 
 
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": ROOT})
-
-
 def test_mlm_throughput_without_windows_or_reference_env_is_one_line_and_exit_2(tmp_path):
-    out = _cli("bench.mlm_throughput", f"--windows={tmp_path / 'none.npz'}")
+    # The real entry point once (`python -m`), then in-process.
+    out = subprocess.run([sys.executable, "-m", "bench.mlm_throughput", f"--windows={tmp_path / 'none.npz'}"],
+                         cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
     assert out.returncode == 2, out.stderr
     (line,) = [x for x in out.stderr.splitlines() if "mlm_throughput" in x]
     assert "bench.pack_books" in line
     (tmp_path / "w.npz").write_bytes(b"")
-    out = _cli("bench.mlm_throughput", f"--windows={tmp_path / 'w.npz'}", f"--reference_python={tmp_path / 'py'}")
+    out = run_module("bench.mlm_throughput", [f"--windows={tmp_path / 'w.npz'}",
+                                              f"--reference_python={tmp_path / 'py'}"])
     assert out.returncode == 2 and "make reference-env" in out.stderr
 
 

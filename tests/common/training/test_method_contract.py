@@ -140,7 +140,7 @@ def test_training_imports_no_evaluator():
 
     code = ("import sys, common.training.runs, common.training.registry; "
             "print(sorted(m for m in sys.modules if m.startswith('common.evaluation')))")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
                          env={**os.environ, "PYTHONPATH": root})
     assert out.returncode == 0, out.stderr[-2000:]

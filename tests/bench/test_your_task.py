@@ -13,7 +13,7 @@ import pytest
 from bench import verdicts, your_task
 from common.data.nli import read_nli
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = {**os.environ, "PYTHONPATH": ROOT}
 HEADER = "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String"
 

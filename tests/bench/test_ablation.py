@@ -13,8 +13,9 @@ from senteval_fixtures import write_trec
 
 from bench import ablation
 from common.errors import UserError
+from in_process import run_module
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = {**os.environ, "PYTHONPATH": ROOT}
 
 
@@ -49,11 +50,11 @@ def test_a_setting_shared_by_methods_is_one_flag_of_one_type():
 
 
 def test_the_command_line_refuses_an_unused_flag_or_no_method_in_one_line(tmp_path):
-    proc = _run("--method=simcse", "--pos_sample_prec=5", f"--results_dir={tmp_path}")
+    proc = run_module("bench.ablation", ["--method=simcse", "--pos_sample_prec=5", f"--results_dir={tmp_path}"])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines()[-1].startswith(
         "ablation.py: --method=simcse does not use --pos_sample_prec")
-    proc = _run(f"--results_dir={tmp_path}")
+    proc = run_module("bench.ablation", [f"--results_dir={tmp_path}"])
     assert proc.returncode == 2 and "--method is required" in proc.stderr.strip().splitlines()[-1]
     assert not os.listdir(tmp_path)
 

@@ -9,7 +9,7 @@ import sys
 
 from bench import harness
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_busy_seconds_is_the_union_of_the_invocations():

@@ -10,8 +10,9 @@ import pytest
 from common.evaluation.clustering import (ClusterConfig, Clustering, assign_noise, cluster_embeddings, cluster_scores,
                                           core_distances, load_labelled_file, project_2d, reduce_dimensions,
                                           score_clustering)
+from in_process import run_script
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def _groups(seed=0, n=60, k=4, dim=16):
@@ -226,18 +227,14 @@ def test_script_flags_a_clustering_that_finds_no_cluster(tmp_path):
     assert result["degenerate"] == "no cluster" and result["completeness"] is None and result["note"]
 
 
-def test_script_without_umap_exits_2_naming_the_make_target(tmp_path):
+def test_script_without_umap_exits_2_naming_the_make_target(tmp_path, monkeypatch):
     """The real UMAP path of the script runs in tests/simcse_tf/test_write_up_recipe.py; here umap is
-    shadowed by a module that fails to import, as where it is not installed."""
+    shadowed by None in sys.modules, so that importing it fails as where it is not installed."""
     data = _questions(tmp_path)
-    shadow = tmp_path / "no_umap"
-    shadow.mkdir()
-    (shadow / "umap.py").write_text('raise ImportError("No module named \'umap\'")\n')
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "cluster_eval.py"), "--models=random_tiny",
-                           f"--dataset={data}", "--algorithm=hdbscan", "--reduce=umap",
-                           f"--artifacts_dir={tmp_path / 'artifacts'}"],
-                          capture_output=True, text=True, cwd=str(tmp_path),
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(shadow), ROOT])})
+    monkeypatch.setitem(sys.modules, "umap", None)
+    proc = run_script("cluster_eval.py", ["--models=random_tiny", f"--dataset={data}", "--algorithm=hdbscan",
+                                          "--reduce=umap", f"--artifacts_dir={tmp_path / 'artifacts'}"],
+                      cwd=str(tmp_path))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     # The last line (TensorFlow may print a CUDA probe line before it on machines without a GPU).
     assert proc.stderr.strip().splitlines()[-1] == (

@@ -6,8 +6,6 @@ expected embeddings are NumPy over the token outputs of the same BERT loaded as 
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -18,8 +16,9 @@ from common.errors import UserError
 from common.models.encoder import EncoderConfig, build_encoder
 from common.models.sources.names import minilm_dir
 from fixtures import rebuilt_from_config
+from in_process import run_script
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 TEXTS = ["A man is playing a guitar.", "", "Stocks fell sharply on Monday, didn't they?",
          "the quick brown fox jumps over the lazy dog " * 3]
 HIDDEN = 32  # tests/fixtures.py's tiny BERT
@@ -400,8 +399,7 @@ def test_a_truncated_safetensors_file_ends_a_script_in_one_line_with_exit_code_2
         open(path, "wb").write(data)
     path = os.path.join(folder, "model.safetensors")
     open(path, "wb").write(open(path, "rb").read()[:1000])
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "export.py"), f"--model={folder}",
-                           "--format=sentence-transformers", f"--out={tmp_path / 'out'}"], cwd=str(tmp_path),
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    proc = run_script("export.py", [f"--model={folder}", "--format=sentence-transformers", f"--out={tmp_path / 'out'}"],
+                      cwd=str(tmp_path))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines()[-1].startswith(f"export.py: {path}: not a readable safetensors file")

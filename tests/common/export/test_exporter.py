@@ -28,9 +28,10 @@ from common.models.tokenization import BertTokenizer, TokenizerConfig
 from common.training import registry
 from common.training.runs import train
 from fixtures import rebuilt_from_config
+from in_process import run_script
 from numpy_bert import bert_mean_pooled, bert_pooler_output
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 # Plain ASCII: keras-hub's tokenizer does not strip accents, so only such text tokenizes alike there.
 ASCII = ["A man is playing a guitar.", "", "Stocks fell sharply on Monday, didn't they?",
          "The quick brown fox jumps over the lazy dog " * 4]
@@ -554,7 +555,7 @@ def test_export_py_writes_a_folder_and_refuses_bad_input_in_one_line(tmp_path):
     for args, message in [(("--model=random_tiny", "--format=sentence-transformers", f"--out={out}"),
                            f"--out={out} exists"),
                           (("--model=random_tiny", f"--out={tmp_path / 'x'}"), "--format is required")]:
-        proc = run(*args)
+        proc = run_script("export.py", list(args), cwd=str(tmp_path))
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, (args, proc.stderr[-1500:])
         assert proc.stderr.strip().splitlines()[-1].startswith(f"export.py: {message}"), proc.stderr[-1500:]
     assert not (tmp_path / "x").exists()

@@ -12,7 +12,7 @@ import tensorflow as tf
 from common.evaluation.evaluators import Evaluator, StsbDevEvaluator
 from common.training import registry
 from common.training.runs import train
-from distributed_checks import ROOT
+from in_process import run_script
 from resume_check import Killed, saved_weights
 
 
@@ -28,10 +28,8 @@ def test_a_run_that_fails_on_its_model_or_data_reserves_no_id(tmp_path):
 
 def test_train_py_reports_a_bad_model_in_one_line_with_exit_code_2(tmp_path):
     sentences = registry.get("simcse").smoke(str(tmp_path))["train_data"][0]
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "train.py"), "--method=simcse", "--model=no-such-model",
-                           f"--train_data={sentences}", f"--artifacts_dir={tmp_path / 'artifacts'}"],
-                          capture_output=True, text=True,
-                          cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": ROOT})
+    proc = run_script("train.py", ["--method=simcse", "--model=no-such-model", f"--train_data={sentences}",
+                                   f"--artifacts_dir={tmp_path / 'artifacts'}"], cwd=str(tmp_path))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("train.py: Unknown encoder spec 'no-such-model'")
     assert not os.path.exists(tmp_path / "artifacts" / "ckpt")

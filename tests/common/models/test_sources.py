@@ -11,7 +11,7 @@ from common.errors import UserError
 from common.models.sources import LOADERS, Source, locate_spec
 from common.models.sources.names import minilm_dir
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def test_each_form_of_model_is_its_kind(tmp_path):

@@ -7,8 +7,9 @@ import subprocess
 import sys
 
 from fixtures import write_sts_root
+from in_process import run_module
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = {**os.environ, "PYTHONPATH": ROOT}
 
 
@@ -44,15 +45,12 @@ def test_a_json_without_end_to_end_timings_is_one_line_and_exit_2(tmp_path):
     data = write_sts_root(str(tmp_path / "data"))
     old = tmp_path / "old.json"  # before --sts_precisions: raw.sts held one precision's lists
     old.write_text(json.dumps({"raw": {"sts": {"toolkit": [{"seconds": 1.0}], "sentence_transformers": []}}}))
-    proc = subprocess.run([sys.executable, "-m", "bench.sts_floor", f"--data_path={data}", f"--vs_json={old}",
-                           f"--results_dir={tmp_path / 'page'}"],
-                          cwd=ROOT, env=ENV, capture_output=True, text=True)
+    proc = run_module("bench.sts_floor", [f"--data_path={data}", f"--vs_json={old}",
+                                          f"--results_dir={tmp_path / 'page'}"])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert "end-to-end STS timings per precision" in proc.stderr and "distinct sentences" not in proc.stdout
 
 
 def test_missing_data_is_one_line_and_exit_2(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "bench.sts_floor", f"--data_path={tmp_path}",
-                           f"--results_dir={tmp_path / 'page'}"], cwd=ROOT, env=ENV,
-                          capture_output=True, text=True)
+    proc = run_module("bench.sts_floor", [f"--data_path={tmp_path}", f"--results_dir={tmp_path / 'page'}"])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]

@@ -13,9 +13,10 @@ from common.evaluation import sts
 from common.evaluation.senteval import evaluate as ev
 from common.evaluation.senteval.cache import EmbeddingCache
 from common.evaluation.senteval.configs import CONFIGS
+from in_process import run_script
 from senteval_fixtures import write_senteval_root
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 
 
 class FakeEmbed:
@@ -199,17 +200,18 @@ def test_script_scores_several_seeds_on_one_encoding_with_their_spread(tmp_path)
         assert r["test"]["min"] == min(values) and r["test"]["max"] == max(values)
         assert r["test"]["mean"] == pytest.approx(sum(values) / 2)
     assert "test scores over seeds 1111,1112" in proc.stdout
-    proc = _run([*args, "--seed=1111,x"], cwd=str(tmp_path))
+    proc = run_script("senteval_eval.py", [*args, "--seed=1111,x"], cwd=str(tmp_path))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "--seed: expected integers in [0, 2**32) separated by commas, got 'x'" in proc.stderr
 
 
 def test_script_rejects_bad_input_before_loading_the_model(tmp_path):
-    proc = _run(["stray"], cwd=str(tmp_path))
+    proc = run_script("senteval_eval.py", ["stray"], cwd=str(tmp_path))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines()[-1].startswith("senteval_eval.py: Unexpected arguments: ['stray']")
     data = write_senteval_root(str(tmp_path / "data"), snli=False)
-    proc = _run(["--model=does-not-exist", f"--data_path={data}", "--tasks=SNLI"], cwd=str(tmp_path))
+    proc = run_script("senteval_eval.py", ["--model=does-not-exist", f"--data_path={data}", "--tasks=SNLI"],
+                      cwd=str(tmp_path))
     assert proc.returncode != 0 and "SNLI/s1.train" in proc.stderr and "docs/data.md" in proc.stderr
 
 
@@ -221,7 +223,7 @@ def test_script_refuses_tasks_the_model_was_trained_on(tmp_path, tiny_encoder):
     save_encoder_artifact(tiny_encoder, str(tmp_path / "artifacts" / "model" / run_id),
                           {"trained_on_evaluation_data": ["SNLI"]})
     args = [f"--model={run_id}", f"--data_path={data}", f"--artifacts_dir={tmp_path / 'artifacts'}", "--config=fast"]
-    proc = _run([*args, "--tasks=SNLI,CR"], cwd=str(tmp_path))
+    proc = run_script("senteval_eval.py", [*args, "--tasks=SNLI,CR"], cwd=str(tmp_path))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "trained on the evaluation data of SNLI" in proc.stderr and "--score_training_data" in proc.stderr
     # Other tasks are scored as usual; the flag the message names lets SNLI through.

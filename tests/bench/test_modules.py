@@ -10,8 +10,9 @@ import sys
 
 import bench
 from tools.gen_flags_doc import load_inventory
+from in_process import run_module
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = {**os.environ, "PYTHONPATH": ROOT}
 MODULES = sorted(m.name for m in pkgutil.iter_modules(bench.__path__))
 # A fresh interpreter: absl's flags are global to a process, and this one may have defined some.
@@ -69,8 +70,7 @@ def test_each_benchmark_defines_its_flags_when_it_runs():
 
 def test_helpshort_lists_the_flags_of_a_benchmark_run_as_a_script():
     for module, flag in (("bench.ablation", "--method"), ("bench.reproduce", "--stages")):
-        proc = subprocess.run([sys.executable, "-m", module, "--helpshort"], cwd=ROOT, env=ENV, capture_output=True,
-                              text=True)
+        proc = run_module(module, ["--helpshort"])
         # absl ends --helpshort with exit status 1; what it printed is what counts.
         assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
         assert f"{flag}:" in proc.stdout, proc.stdout[-2000:]

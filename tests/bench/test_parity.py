@@ -12,7 +12,7 @@ import pytest
 from bench import parity
 from common.data.sampling import StreamSampler, batches_dataset
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_equal_within_the_larger_seed_sd():

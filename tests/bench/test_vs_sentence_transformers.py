@@ -15,7 +15,7 @@ from fixtures import write_sts_root
 from bench import st_worker, vs_sentence_transformers as vs
 from common.data.sts import load_all
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_worker_reads_the_sets_test_sts_reads(tmp_path):

@@ -2,8 +2,6 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -14,7 +12,8 @@ import tensorflow as tf
 from common.models.encoder import EncoderConfig, build_encoder
 from common.models.masked_lm import MaskedLMHead
 from common.models.precision import check_precision, gelu_erf, gelu_float32
-from distributed_checks import ROOT, replica_check
+from distributed_checks import replica_check
+from in_process import run_script
 
 SENTENCES = ["a man plays a guitar .", "two dogs run outside .", "a child eats an apple .", "stocks fell today .",
              "it rains in london .", "a cat sleeps on the mat ."]
@@ -222,9 +221,8 @@ def test_scripts_reject_a_bad_precision_in_one_line_with_exit_code_2(script, tmp
     data = registry.get("simcse").smoke(str(tmp_path / "data"))
     args = ["--method=simcse", "--model=random_tiny", f"--train_data={data['train_data'][0]}"] if script == "train.py" \
         else ["--model=random_tiny"]
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, script), *args, "--precision=fp8",
-                           f"--data_path={data['data_path']}", f"--artifacts_dir={tmp_path}"], cwd=str(tmp_path),
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    proc = run_script(script, [*args, "--precision=fp8", f"--data_path={data['data_path']}",
+                               f"--artifacts_dir={tmp_path}"], cwd=str(tmp_path))
     assert proc.returncode == 2, proc.stderr[-2000:]
     # The last line, as tools/reliability.py reports it (TensorFlow may log a CUDA probe before it).
     last = proc.stderr.strip().splitlines()[-1]

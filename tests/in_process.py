@@ -1,0 +1,102 @@
+"""A root script or a bench module run in this test's process, as `python <script> <args>` or `python -m
+<module> <args>` would run it, without paying TensorFlow's start-up again: for the checks of what a
+script refuses (exit code 2 and one line) and of its `--help*` text. Each script keeps one real
+subprocess in the suite for its real entry point (tests/test_scripts.py and its own tests; a bench
+module's is its `--helpxml` run by tests/bench/test_modules.py).
+
+The script runs as `__main__` through its own `cli.run(main)`, with sys.argv, the working directory,
+stdout and stderr as a subprocess would see them. absl's flags are global to the process: the
+script's flags are defined afresh for each run and removed after it (absl's flagsaver deletes the
+flags a run added and restores every other flag's value), so no flag value leaks between tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import os
+import runpy
+import subprocess
+import sys
+import traceback
+import warnings
+
+from absl import app, flags
+from absl.testing import flagsaver
+
+from common import cli  # noqa: F401  defines --verbose and loads TensorFlow quietly, as every script does
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_script(script: str, args: list, cwd: str) -> subprocess.CompletedProcess:
+    """Runs `python <ROOT>/<script> <args>` in this process, in `cwd`.
+
+    Args:
+        script: str. A script at the repository root, e.g. "train.py".
+        args: list. Its command-line arguments.
+        cwd: str. The working directory of the run.
+
+    Returns:
+        subprocess.CompletedProcess with the exit code, stdout and stderr. An exception that escapes
+        the script gives exit code 1 and its traceback on stderr, as the interpreter does.
+    """
+    path = os.path.join(ROOT, script)
+    return _run([path, *args], lambda: runpy.run_path(path, run_name="__main__"), cwd)
+
+
+def run_module(module: str, args: list, cwd: str = ROOT) -> subprocess.CompletedProcess:
+    """Runs `python -m <module> <args>` in this process, in `cwd` (as `run_script`).
+
+    Args:
+        module: str. A module run as a script, e.g. "bench.ablation".
+        args: list. Its command-line arguments.
+        cwd: str. The working directory of the run. Defaults to the repository root.
+
+    Returns:
+        subprocess.CompletedProcess, as `run_script`'s.
+    """
+    def run():
+        # runpy puts the module's file in sys.argv[0], as `python -m` does. A test that imported the module
+        # keeps its copy: the run executes a fresh one as __main__, which runpy warns about needlessly here.
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".* found in sys.modules after import of package",
+                                    category=RuntimeWarning)
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+    return _run(["-m", *args], run, cwd)
+
+
+def _run(argv: list, run, cwd: str) -> subprocess.CompletedProcess:
+    old_cwd = os.getcwd()
+    stdout, stderr = io.StringIO(), io.StringIO()
+    tf_logger = logging.getLogger("tensorflow")
+    tf_level, was_parsed = tf_logger.level, flags.FLAGS.is_parsed()
+    # absl's one-time start-up (its logging handler on the root logger, help flags) would change this
+    # process for the tests that follow; the help flags are defined once here instead, before the save.
+    app.define_help_flags()
+    init_done, app._run_init.done = app._run_init.done, True
+    try:
+        with flagsaver.flagsaver(), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            old_argv, sys.argv = sys.argv, list(argv)
+            os.chdir(cwd)
+            try:
+                run()
+                code = 0
+            except SystemExit as e:
+                code = 0 if e.code is None else e.code if isinstance(e.code, int) else 1
+                if not isinstance(e.code, (int, type(None))):
+                    sys.stderr.write(f"{e.code}\n")
+            except BaseException:  # noqa: BLE001  the interpreter prints any exception and exits with 1
+                sys.stderr.write(traceback.format_exc())
+                code = 1
+            finally:
+                sys.argv = old_argv
+                os.chdir(old_cwd)
+                if not was_parsed:
+                    flags.FLAGS.unparse_flags()
+    finally:
+        app._run_init.done = init_done
+        tf_logger.setLevel(tf_level)
+    return subprocess.CompletedProcess(argv, code, stdout.getvalue(), stderr.getvalue())
