@@ -23,7 +23,7 @@ from common.models.formats import onnx as onnx_format
 from common.models.formats import openvino as openvino_format
 from common.models.sources.names import minilm_dir
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SENTENCES = ["A man is playing a guitar.", "", "Stocks fell sharply on Monday, didn't they?",
              "The quick brown fox jumps over the lazy dog " * 4, "Crème brûlée, isn't it?", "x"]
 

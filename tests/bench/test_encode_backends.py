@@ -12,7 +12,7 @@ from fixtures import write_sts_root
 
 from bench import encode_backends as bench
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_the_sides_alternate():
