@@ -13,6 +13,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The last commit before the rule; everything after it is checked.
 HISTORY_RULE_FROM = "0311707"
 MAX_SUBJECT = 72
+# Commits after the rule that broke it and landed before this check caught them: main's history is never
+# rewritten, so each is named here by its full hash, and only these are let through.
+LANDED_EXCEPTIONS = {
+    "306932dd4e23724542bf209cfff6d4ce123cde02",  # a merge subject of 88 characters
+    "85ec8ae88e1798f833abca52a995953cd05630ef",  # 73 characters
+}
 
 
 def subject_problems(subjects):
@@ -43,8 +49,9 @@ def test_commits_after_the_rule_have_short_subjects():
     try:
         known = subprocess.run(["git", "cat-file", "-e", f"{HISTORY_RULE_FROM}^{{commit}}"], cwd=ROOT).returncode == 0
         # A shallow clone without the rule's start checks the newest commit only.
-        out = _git("log", "--format=%s", f"{HISTORY_RULE_FROM}..HEAD" if known else "-1")
+        out = _git("log", "--format=%H %s", f"{HISTORY_RULE_FROM}..HEAD" if known else "-1")
     except (OSError, subprocess.CalledProcessError) as e:
         pytest.fail(f"git log failed in {ROOT} ({e}); the suite runs in a clone with its history.")
-    problems = subject_problems(out.splitlines())
+    commits = [line.partition(" ") for line in out.splitlines()]
+    problems = subject_problems([subject for sha, _, subject in commits if sha not in LANDED_EXCEPTIONS])
     assert not problems, "Commit subjects to shorten:\n" + "\n".join(f"{s!r}: {why}" for s, why in problems)
