@@ -408,7 +408,14 @@ def read(location: str, max_seq_len: Optional[int], precision: str) -> GraphEmbe
     Raises:
         UserError: for a mixed precision, a `max_seq_len` other than its tokenizer's, or a missing onnxruntime.
     """
+    return read_graph(location, max_seq_len, precision, onnx_embedder)
+
+
+def read_graph(location: str, max_seq_len: Optional[int], precision: str,
+               load: Callable[[str], "GraphEmbedder"]) -> "GraphEmbedder":
+    """`load(location)`, refusing what a graph exported at one precision and length cannot honour (the
+    shared half of the ONNX and OpenVINO readers)."""
     refuse_precision(location, precision)
-    embedder = onnx_embedder(location)
+    embedder = load(location)
     refuse_length(location, max_seq_len, embedder.tokenizer.config.max_seq_len)
     return embedder

@@ -38,7 +38,6 @@ from common import artifacts
 from common.errors import UserError
 from common.models.encoder import SentenceEncoder
 from common.models.formats import onnx as onnx_format
-from common.models.sources.exported import refuse_length, refuse_precision
 
 DESCRIPTION = ("an OpenVINO model from token ids to pooled, normalised embeddings, tokenizer files beside it "
                "(int8: NNCF static quantization, calibrated on --calibration_data)")
@@ -189,7 +188,4 @@ def read(location: str, max_seq_len: Optional[int], precision: str) -> onnx_form
     Raises:
         UserError: for a mixed precision, a `max_seq_len` other than its tokenizer's, or a missing openvino.
     """
-    refuse_precision(location, precision)
-    embedder = openvino_embedder(location)
-    refuse_length(location, max_seq_len, embedder.tokenizer.config.max_seq_len)
-    return embedder
+    return onnx_format.read_graph(location, max_seq_len, precision, openvino_embedder)
