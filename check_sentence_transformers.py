@@ -6,9 +6,12 @@ The check runs in two environments, since this project does not depend on PyTorc
     .venv/bin/python check_sentence_transformers.py --folder=exports/run-st --write_reference=ref.npz
     # 2. Anywhere with PyTorch and sentence-transformers (pip install torch sentence-transformers)
     python check_sentence_transformers.py --folder=exports/run-st --reference=ref.npz
-    # ... or with one of the backends an export carries (export.py --st_backends=onnx,openvino; needs
-    # pip install optimum[onnxruntime] / optimum-intel[openvino] there)
-    python check_sentence_transformers.py --folder=exports/run-st --reference=ref.npz --backend=openvino
+    # ... or with one of the backends an export carries (export.py --st_backends=onnx,openvino), each in
+    # an environment with that backend (make reference-backends-env / make reference-onnx-env)
+    .venv-ref-backends/bin/python check_sentence_transformers.py --folder=exports/run-st \
+        --reference=ref.npz --backend=openvino
+    .venv-ref-onnx/bin/python check_sentence_transformers.py --folder=exports/run-st \
+        --reference=ref.npz --backend=onnx
 
 Step 2 imports nothing of this project: it reads the sentences and embeddings from the
 .npz, encodes the sentences with `SentenceTransformer(folder, device="cpu")`, prints the

@@ -1,7 +1,7 @@
 """The sentence-transformers side of bench/encode_backends.py, run with the reference environment's Python
-(`make reference-env`). Imports nothing of this project.
+(`make reference-backends-env`, `make reference-onnx-env`). Imports nothing of this project.
 
-    .venv-ref/bin/python bench/backends_worker.py --folder=<sentence-transformers folder> --threads=2 \\
+    .venv-ref-backends/bin/python bench/backends_worker.py --folder=<sentence-transformers folder> --threads=2 \\
         --work_dir=<scratch folder> --calibration_file=<one sentence a line>
 
 One JSON command per line on stdin, one JSON answer per line on stdout (each answer has "ok"; a failed
@@ -25,10 +25,11 @@ each built as the guide builds it from the plain folder:
                     inputs padded to 384 tokens as that function pads them), calibrated on --calibration_file
                     instead of the GLUE download it defaults to
 
-The ONNX and OpenVINO variants need `optimum[onnxruntime]` / `optimum-intel[openvino]`; where they are
-not installed the variant's commands fail with the import error, which the benchmark reports
-(bench/reference-backends-requirements.txt has OpenVINO's; ONNX Runtime's `optimum-onnx` asks for
-transformers < 4.58, which sentence-transformers 6 cannot take). OpenVINO computes in float32 on both
+The ONNX and OpenVINO variants need `optimum-onnx[onnxruntime]` / `optimum-intel[openvino]`; where they
+are not installed the variant's commands fail with the import error, which the benchmark reports. The two
+ask for different transformers, so each has its environment (bench/reference-backends-requirements.txt:
+sentence-transformers 6 with OpenVINO's; bench/reference-onnx-requirements.txt: sentence-transformers 5.7
+with ONNX Runtime's), and the benchmark starts one worker in each. OpenVINO computes in float32 on both
 sides (`INFERENCE_PRECISION_HINT`), its int8 variant in int8 where NNCF quantized.
 
 HF_HUB_OFFLINE and TRANSFORMERS_OFFLINE are set before anything of Hugging Face is imported. argparse,

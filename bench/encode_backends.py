@@ -1,8 +1,8 @@
 """Every CPU path of the toolkit beside every sentence-transformers backend: encoding speed and STS-B test.
 
-    # once: PyTorch (CPU), sentence-transformers and optimum-intel (docs/installation.md)
-    python3 -m venv .venv-ref-backends
-    .venv-ref-backends/bin/pip install --no-deps -r bench/reference-backends-requirements.txt
+    # once: sentence-transformers with its OpenVINO backend, and with its ONNX Runtime backend
+    # (two environments: their optimum packages ask for different transformers; docs/installation.md)
+    make reference-backends-env reference-onnx-env
     .venv/bin/python -m bench.encode_backends --data_path=../shared/data
 
 Encodes the distinct sentences of STS-B test in batches of --batch_size with each variant, in one run,
@@ -21,13 +21,14 @@ embeddings with the gold scores. `ratio_best` is the toolkit's fastest variant o
 sentence-transformers' fastest. Where the toolkit's fp32 time goes: its tokenizer alone is timed on
 the same batches (`tokenizer_sentences_per_s`).
 
-The sentence-transformers side runs in a worker subprocess with the reference environment's Python
-(--reference_python); a variant it cannot build (sentence-transformers' ONNX backend, whose optimum-onnx
-cannot be installed beside sentence-transformers 6, say) is reported with its error rather than a
-number. OpenVINO computes in float32 on both sides. Threads: --threads for TensorFlow, ONNX Runtime,
-OpenVINO, TFLite and torch alike. Refuses to start when the 1-minute load average exceeds --max_load
-(--allow_loaded runs anyway and marks the page LOADED). Writes the dated page and results.json to
---results_dir. Not part of the test suite.
+The sentence-transformers side runs in worker subprocesses with the reference environments' Pythons:
+torch and the OpenVINO variants in --reference_python's (sentence-transformers 6 with optimum-intel),
+the ONNX variants in --onnx_reference_python's (sentence-transformers 5.7 with optimum-onnx, which asks
+for transformers < 4.58); each side's versions go into results.json. A variant a worker cannot build
+is reported with its error rather than a number. OpenVINO computes in float32 on both sides.
+Threads: --threads for TensorFlow, ONNX Runtime, OpenVINO, TFLite and torch alike. Refuses to start
+when the 1-minute load average exceeds --max_load (--allow_loaded runs anyway and marks the page
+LOADED). Writes the dated page and results.json to --results_dir. Not part of the test suite.
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ def define_flags() -> None:
     flags.DEFINE_string("reference_python", ".venv-ref-backends/bin/python",
                         "Python of the reference environment with sentence-transformers' ONNX and OpenVINO backends "
                         "(bench/reference-backends-requirements.txt).")
+    flags.DEFINE_string("onnx_reference_python", ".venv-ref-onnx/bin/python",
+                        "Python of the reference environment with sentence-transformers' ONNX Runtime backend "
+                        "(bench/reference-onnx-requirements.txt); runs the onnx and onnx-int8 variants.")
     flags.DEFINE_string("results_dir", "docs/benchmarks/encode_backends", "Where README.md and results.json go.")
     flags.DEFINE_integer("threads", 2, "Threads of every runtime on both sides.", lower_bound=1)
     flags.DEFINE_integer("rounds", 3, "Timed rounds; each encodes every sentence with every variant.", lower_bound=1)
@@ -147,10 +151,11 @@ def tokenizer_seconds(model: str, sentences: List[str], batch_size: int) -> floa
 class Worker:
     """bench/backends_worker.py in the reference environment, one JSON line each way."""
 
-    def __init__(self, python: str, folder: str, work_dir: str, threads: int, calibration_file: str):
+    def __init__(self, python: str, folder: str, work_dir: str, threads: int, calibration_file: str,
+                 flag: str = "reference_python", target: str = "reference-backends-env"):
         if not os.path.exists(python):
-            raise UserError(f"--reference_python={python}: not found; build the reference environment with "
-                                "`make reference-env` or pass --reference_python.")
+            raise UserError(f"--{flag}={python}: not found; build that reference environment with "
+                            f"`make {target}` or pass --{flag}.")
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
         self.process = subprocess.Popen(
             [python, os.path.join(REPO, "bench", "backends_worker.py"), f"--folder={folder}",
@@ -175,6 +180,22 @@ class Worker:
             self.ask(cmd="quit")
             self.process.stdin.close()
             self.process.wait(timeout=60)
+
+
+def worker_of(variant: str) -> str:
+    """Which reference environment runs a sentence-transformers variant: "onnx" (optimum-onnx) or "main"."""
+    return "onnx" if variant.split("-")[0] == "onnx" else "main"
+
+
+def reference_lines(versions: Dict[str, dict]) -> List[str]:
+    """The page's line per reference environment: its sentence-transformers, transformers and runtime."""
+    lines = []
+    for name, info in sorted(versions.items()):
+        runtime = "onnxruntime" if name == "onnx" else "openvino"
+        lines.append(f"- sentence-transformers side, {'ONNX variants' if name == 'onnx' else 'torch and OpenVINO'}: "
+                     f"sentence-transformers {info.get('sentence-transformers')}, transformers "
+                     f"{info.get('transformers')}, torch {info.get('torch')}, {runtime} {info.get(runtime)}")
+    return ["", "Reference environments:", ""] + lines if lines else []
 
 
 # === The run ===
@@ -263,8 +284,14 @@ def main(argv):
         embedders = toolkit_embedders(FLAGS.model, FLAGS.toolkit_variants, work, FLAGS.data_path, FLAGS.threads)
         folder = os.path.join(work, "st-folder")
         export_model(ExportConfig(model=FLAGS.model, format="sentence-transformers", out=folder))
-        os.makedirs(os.path.join(work, "st-work"))
-        worker = Worker(FLAGS.reference_python, folder, os.path.join(work, "st-work"), FLAGS.threads, calibration)
+        workers: Dict[str, Worker] = {}
+        for name in sorted({worker_of(v) for v in FLAGS.st_variants}):
+            os.makedirs(os.path.join(work, "st-work", name))
+            python, flag, target = ((FLAGS.onnx_reference_python, "onnx_reference_python", "reference-onnx-env")
+                                    if name == "onnx" else
+                                    (FLAGS.reference_python, "reference_python", "reference-backends-env"))
+            workers[name] = Worker(python, folder, os.path.join(work, "st-work", name), FLAGS.threads, calibration,
+                                   flag, target)
         try:
             order = interleaved(FLAGS.toolkit_variants, FLAGS.st_variants)
             for side, variant in order:  # warm-up, and each variant's embeddings for STS-B test
@@ -275,8 +302,8 @@ def main(argv):
                     raw[key] = {"seconds": [], "stsb_test": score(embeddings)}
                     continue
                 path = os.path.join(work, f"{variant}.npy")
-                answer = worker.ask(cmd="encode", variant=variant, sentences=sentences, batch_size=FLAGS.batch_size,
-                                    embeddings_path=path)
+                answer = workers[worker_of(variant)].ask(cmd="encode", variant=variant, sentences=sentences,
+                                                         batch_size=FLAGS.batch_size, embeddings_path=path)
                 raw[key] = ({"seconds": [], "stsb_test": score(np.load(path))} if answer["ok"]
                             else {"error": answer["error"]})
                 print(f"{key}: {'ready' if answer['ok'] else answer['error']}", flush=True)
@@ -290,15 +317,16 @@ def main(argv):
                         embed_sentences(embedders[variant], sentences, FLAGS.batch_size, False)
                         raw[key]["seconds"].append(time.perf_counter() - start)
                     else:
-                        answer = worker.ask(cmd="encode", variant=variant, sentences=sentences,
-                                            batch_size=FLAGS.batch_size)
+                        answer = workers[worker_of(variant)].ask(cmd="encode", variant=variant,
+                                                                 sentences=sentences, batch_size=FLAGS.batch_size)
                         if not answer["ok"]:
                             raise RuntimeError(f"{key} failed in round {round_index}: {answer['error']}")
                         raw[key]["seconds"].append(answer["seconds"])
                 print(f"round {round_index + 1}/{FLAGS.rounds} done", flush=True)
-            reference_versions = worker.info
+            reference_versions = {name: worker.info for name, worker in workers.items()}
         finally:
-            worker.close()
+            for worker in workers.values():
+                worker.close()
         tokenizer_rate = len(sentences) / tokenizer_seconds(FLAGS.model, sentences, FLAGS.batch_size)
     loaded = loaded or (load.other_cores() or 0.0) > FLAGS.max_load
     variants = summarise(raw, len(sentences))
@@ -306,8 +334,9 @@ def main(argv):
     data = {"variants": variants, "ratio_best": best["ratio"] if best else None, "fastest": best,
             "tokenizer_sentences_per_s": round(tokenizer_rate, 1), "sentences": len(sentences),
             "batch_size": FLAGS.batch_size, "threads": FLAGS.threads, "rounds": FLAGS.rounds, "model": FLAGS.model,
-            "loaded": loaded, "raw": raw, "reference": reference_versions}
-    lines = table(variants, best, tokenizer_rate, loaded)
+            "loaded": loaded, "raw": raw, "reference": reference_versions.get("main"),
+            "reference_onnx": reference_versions.get("onnx")}
+    lines = table(variants, best, tokenizer_rate, loaded) + reference_lines(reference_versions)
     harness.write_page(FLAGS.results_dir, "Encoding backends: the toolkit beside sentence-transformers",
                        "bench.encode_backends", lines, data, load,
                        setting=[f"{len(sentences)} distinct STS-B test sentences, batch {FLAGS.batch_size}, "

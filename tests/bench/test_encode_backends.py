@@ -8,9 +8,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from fixtures import write_sts_root
 
 from bench import encode_backends as bench
+from common.errors import UserError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -43,8 +46,9 @@ def test_a_toy_run_writes_the_page_and_results(tmp_path):
     data = write_sts_root(str(tmp_path / "data"))
     results = tmp_path / "results"
     proc = subprocess.run([sys.executable, "-m", "bench.encode_backends", "--model=random_tiny", f"--data_path={data}",
-                           f"--reference_python={sys.executable}", "--toolkit_variants=fp32,onnx-int8,openvino-int8",
-                           "--st_variants=torch,openvino-int8", "--rounds=1", "--batch_size=4", "--allow_loaded",
+                           f"--reference_python={sys.executable}", f"--onnx_reference_python={sys.executable}",
+                           "--toolkit_variants=fp32,onnx-int8,openvino-int8", "--st_variants=torch,onnx,openvino-int8",
+                           "--rounds=1", "--batch_size=4", "--allow_loaded",
                            f"--results_dir={results}"], cwd=ROOT, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": ROOT})
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -52,13 +56,16 @@ def test_a_toy_run_writes_the_page_and_results(tmp_path):
     for variant in ("fp32", "onnx-int8", "openvino-int8"):
         entry = record["variants"][f"toolkit/{variant}"]
         assert entry["sentences_per_s"] > 0 and -100 <= entry["stsb_test"] <= 100, entry
-    for variant in ("torch", "openvino-int8"):
+    for variant in ("torch", "onnx", "openvino-int8"):
         assert "No module named" in record["variants"][f"sentence-transformers/{variant}"]["error"]
     assert record["ratio_best"] is None and record["sentences"] == 12 and record["tokenizer_sentences_per_s"] > 0
+    # One worker per reference environment: the ONNX variants' own, the others' own.
     assert record["reference"]["sentence-transformers"] == "not installed"
+    assert record["reference_onnx"]["sentence-transformers"] == "not installed"
     page = (results / "README.md").read_text()
     assert "Written by `bench/encode_backends.py`" in page and "| toolkit | onnx-int8 |" in page
     assert "ratio_best: not computed" in page
+    assert "- sentence-transformers side, ONNX variants: sentence-transformers not installed" in page
 
 
 def test_refuses_a_loaded_machine(tmp_path):
@@ -67,3 +74,10 @@ def test_refuses_a_loaded_machine(tmp_path):
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "Refusing to benchmark" in proc.stderr and "--allow_loaded" in proc.stderr
     assert not os.listdir(tmp_path)
+
+
+def test_onnx_variants_run_in_their_own_environment():
+    assert [bench.worker_of(v) for v in bench.ST_VARIANTS] == ["main", "onnx", "onnx", "main", "main"]
+    expected = r"--onnx_reference_python=/no/such/python: not found; .*make reference-onnx-env"
+    with pytest.raises(UserError, match=expected):
+        bench.Worker("/no/such/python", "folder", "work", 1, "", "onnx_reference_python", "reference-onnx-env")
