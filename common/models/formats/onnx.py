@@ -55,6 +55,7 @@ from common.models.encoder import SentenceEncoder
 from common.models.pooling import PADDED_MEAN
 from common.models.sources.exported import refuse_length, refuse_precision
 from common.models.tokenization import BertTokenizer, TokenizerConfig, read_vocabulary
+from common.models.tokenizer_files import write_tokenizer_files
 
 DESCRIPTION = "one ONNX graph from token ids to pooled, normalised embeddings, tokenizer files beside it"
 QUANTIZATIONS = ("none", "int8")
@@ -302,8 +303,6 @@ def model_bytes(encoder: SentenceEncoder, quantize: str = "none") -> bytes:
 def write_tokenizer(encoder: SentenceEncoder, folder: str) -> None:
     """The tokenizer's files in `folder` (vocab.txt, tokenizer.json, ...), as a sentence-transformers folder holds
     them, `model_max_length` the encoder's length."""
-    from common.models.formats.sentence_transformers import write_tokenizer_files
-
     write_tokenizer_files(encoder.tokenizer, folder, encoder.encoder_config.max_seq_len)
 
 

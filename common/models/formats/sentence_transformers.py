@@ -44,7 +44,6 @@ sentence encoder, as sentence-transformers' own `BertModel` folders are.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable, Dict, List, Optional
 
 import tensorflow as tf
@@ -54,11 +53,10 @@ from common.errors import UserError
 from common.models import hf_weights
 from common.models import st_folder
 from common.models.bert import BertBackbone
-from common.models.bpe_tokenization import ROBERTA_SPECIAL_TOKENS, ByteLevelBpeTokenizer
 from common.models.encoder import EncoderConfig, SentenceEncoder, build_encoder
 from common.models.pooling import PADDED_MEAN
 from common.models.sources.hf_folder import is_hf_bert_dir
-from common.models.tokenization import SPECIAL_TOKENS
+from common.models.tokenizer_files import write_json, write_tokenizer_files
 
 DESCRIPTION = "a Hugging Face BERT folder with sentence-transformers modules"
 # Weights are written as they are (float32).
@@ -71,104 +69,6 @@ BACKENDS = ("onnx", "openvino")
 # sentence-transformers' own name of `torch.nn.Tanh`, which its Dense module imports by it.
 TANH = st_folder.TANH
 _MODULE_PREFIX = "sentence_transformers.models."
-
-
-def _write_json(path: str, value: Any) -> None:
-    with tf.io.gfile.GFile(path, "w") as f:
-        json.dump(value, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-
-
-def tokenizer_json(vocabulary: List[str], lowercase: bool) -> Dict[str, Any]:
-    """The `tokenizers` library's file for a BERT WordPiece tokenizer over `vocabulary`.
-
-    Its BertNormalizer, BertPreTokenizer and WordPiece model are the rules the in-graph
-    tokenizer reproduces (`common/models/tokenization.py`), so Hugging Face's fast
-    tokenizer gives the same ids (tested). No truncation or padding is set:
-    sentence-transformers truncates at `sentence_bert_config.json`'s `max_seq_length`.
-    """
-    index = {token: i for i, token in enumerate(vocabulary)}
-    special = [{"id": index[t], "content": t, "single_word": False, "lstrip": False, "rstrip": False,
-                "normalized": False, "special": True} for t in SPECIAL_TOKENS]
-
-    def token(name: str, type_id: int = 0):
-        return {"SpecialToken": {"id": name, "type_id": type_id}}
-
-    def sequence(name: str, type_id: int):
-        return {"Sequence": {"id": name, "type_id": type_id}}
-
-    return {
-        "version": "1.0",
-        "truncation": None,
-        "padding": None,
-        "added_tokens": sorted(special, key=lambda t: t["id"]),
-        "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
-                       "strip_accents": None, "lowercase": lowercase},
-        "pre_tokenizer": {"type": "BertPreTokenizer"},
-        "post_processor": {
-            "type": "TemplateProcessing",
-            "single": [token("[CLS]"), sequence("A", 0), token("[SEP]")],
-            "pair": [token("[CLS]"), sequence("A", 0), token("[SEP]"), sequence("B", 1), token("[SEP]", 1)],
-            "special_tokens": {t: {"id": t, "ids": [index[t]], "tokens": [t]} for t in ("[CLS]", "[SEP]")},
-        },
-        "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
-        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
-                  "max_input_chars_per_word": 100, "vocab": index},
-    }
-
-
-def bpe_tokenizer_json(tokenizer: ByteLevelBpeTokenizer) -> Dict[str, Any]:
-    """The `tokenizers` library's file for RoBERTa's byte-level BPE tokenizer: ByteLevel
-    pre-tokenizer without a prefix space, BPE over `vocab.json`/`merges.txt`, and
-    RobertaProcessing's `<s> a </s>` / `<s> a </s></s> b </s>` framing, the rules
-    `common/models/bpe_tokenization.py` reproduces (tested equal)."""
-    index = {token: i for i, token in enumerate(tokenizer.vocabulary)}
-    special = [{"id": index[t], "content": t, "single_word": False, "lstrip": t == "<mask>", "rstrip": False,
-                "normalized": False, "special": True} for t in ROBERTA_SPECIAL_TOKENS.values()]
-    byte_level = {"add_prefix_space": False, "trim_offsets": True, "use_regex": True}
-    return {
-        "version": "1.0",
-        "truncation": None,
-        "padding": None,
-        "added_tokens": sorted(special, key=lambda t: t["id"]),
-        "normalizer": None,
-        "pre_tokenizer": {"type": "ByteLevel", **byte_level},
-        "post_processor": {"type": "RobertaProcessing", "sep": ["</s>", tokenizer.sep_id],
-                           "cls": ["<s>", tokenizer.cls_id], "trim_offsets": True, "add_prefix_space": False},
-        "decoder": {"type": "ByteLevel", **byte_level},
-        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "vocab": index,
-                  "merges": list(tokenizer.merges)},
-    }
-
-
-def write_tokenizer_files(tokenizer, path: str, max_seq_len: int) -> None:
-    """The tokenizer's files: WordPiece's vocab.txt, or byte-level BPE's vocab.json and merges.txt;
-    tokenizer.json, tokenizer_config.json and special_tokens_map.json for either."""
-    if isinstance(tokenizer, ByteLevelBpeTokenizer):
-        _write_json(artifacts.join(path, "vocab.json"), {t: i for i, t in enumerate(tokenizer.vocabulary)})
-        with tf.io.gfile.GFile(artifacts.join(path, "merges.txt"), "w") as f:
-            f.write("#version: 0.2\n" + "".join(m + "\n" for m in tokenizer.merges))
-        _write_json(artifacts.join(path, "tokenizer.json"), bpe_tokenizer_json(tokenizer))
-        r = ROBERTA_SPECIAL_TOKENS
-        names = {"bos_token": r["cls"], "eos_token": r["sep"], "unk_token": r["unk"], "sep_token": r["sep"],
-                 "pad_token": r["pad"], "cls_token": r["cls"], "mask_token": r["mask"]}
-        _write_json(artifacts.join(path, "special_tokens_map.json"), names)
-        _write_json(artifacts.join(path, "tokenizer_config.json"), {
-            "tokenizer_class": "RobertaTokenizer", "add_prefix_space": False, "trim_offsets": True,
-            "errors": "replace", "clean_up_tokenization_spaces": False, "model_max_length": max_seq_len, **names})
-        return
-    with tf.io.gfile.GFile(artifacts.join(path, "vocab.txt"), "w") as f:
-        f.write("".join(token + "\n" for token in tokenizer.vocabulary))
-    lowercase = tokenizer.config.lowercase
-    _write_json(artifacts.join(path, "tokenizer.json"), tokenizer_json(tokenizer.vocabulary, lowercase))
-    names = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
-             "mask_token": "[MASK]"}
-    _write_json(artifacts.join(path, "special_tokens_map.json"), names)
-    _write_json(artifacts.join(path, "tokenizer_config.json"), {
-        "tokenizer_class": "BertTokenizer", "do_lower_case": lowercase, "tokenize_chinese_chars": True,
-        "strip_accents": None, "clean_up_tokenization_spaces": True, "model_max_length": max_seq_len,
-        **names})
 
 
 def _modules(dense: int, normalize: bool) -> List[Dict[str, Any]]:
@@ -204,7 +104,7 @@ def write_sentence_transformers(encoder: SentenceEncoder, path: str) -> None:
     hf_config = backbone.config.to_hf_config(pad_token_id=ids["pad"])
     if backbone.config.model_type == "roberta":
         hf_config.update(bos_token_id=ids["cls"], eos_token_id=ids["sep"])
-    _write_json(artifacts.join(path, "config.json"), hf_config)
+    write_json(artifacts.join(path, "config.json"), hf_config)
     # transformers refuses a safetensors file without a "format" entry in its metadata.
     with tf.io.gfile.GFile(artifacts.join(path, "model.safetensors"), "wb") as f:
         f.write(safetensors_bytes(hf_weights.hf_state_dict(backbone), metadata={"format": "pt"}))
@@ -213,18 +113,18 @@ def write_sentence_transformers(encoder: SentenceEncoder, path: str) -> None:
 
     pooler = config.pooling == "pooler"
     modules = _modules(pooler + len(encoder.dense_layers), config.normalize)
-    _write_json(artifacts.join(path, "modules.json"), modules)
+    write_json(artifacts.join(path, "modules.json"), modules)
     folders = {m["type"].rsplit(".", 1)[1]: artifacts.join(path, m["path"]) for m in modules[1:]}
     dense_folders = [artifacts.join(path, m["path"]) for m in modules if m["type"].endswith(".Dense")]
     # do_lower_case here would lower-case before the tokenizer; the tokenizer does it itself.
-    _write_json(artifacts.join(path, "sentence_bert_config.json"),
+    write_json(artifacts.join(path, "sentence_bert_config.json"),
                 {"max_seq_length": config.max_seq_len, "do_lower_case": False})
-    _write_json(artifacts.join(path, "config_sentence_transformers.json"),
+    write_json(artifacts.join(path, "config_sentence_transformers.json"),
                 {"prompts": dict(encoder.prompts), "default_prompt_name": encoder.default_prompt_name,
                  "similarity_fn_name": "cosine"})
     for folder in [*folders.values(), *dense_folders]:
         tf.io.gfile.makedirs(folder)
-    _write_json(artifacts.join(folders["Pooling"], "config.json"), {
+    write_json(artifacts.join(folders["Pooling"], "config.json"), {
         "word_embedding_dimension": backbone.hidden_size,
         "pooling_mode_cls_token": config.pooling in ("cls", "pooler"),
         "pooling_mode_mean_tokens": config.pooling == "mean",
@@ -249,7 +149,7 @@ def _write_dense(folder: str, in_features: int, out_features: int, bias: bool, a
     """A sentence-transformers Dense module: config.json and model.safetensors (`linear.*`)."""
     from safetensors.numpy import save as safetensors_bytes
 
-    _write_json(artifacts.join(folder, "config.json"), {"in_features": in_features, "out_features": out_features,
+    write_json(artifacts.join(folder, "config.json"), {"in_features": in_features, "out_features": out_features,
                                                         "bias": bias, "activation_function": activation})
     with tf.io.gfile.GFile(artifacts.join(folder, st_folder.WEIGHTS_FILE), "wb") as f:
         f.write(safetensors_bytes({entry.name: entry.to_hf() for entry in entries}, metadata={"format": "pt"}))
