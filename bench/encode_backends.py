@@ -258,8 +258,6 @@ def table(variants: Dict[str, dict], best: Optional[dict], tokenizer_rate: Optio
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise UserError(f"unexpected arguments {argv[1:]}; every setting is a --flag.")
     load = harness.Load()
     loaded = load.load1 > FLAGS.max_load
     if loaded and not FLAGS.allow_loaded:

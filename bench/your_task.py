@@ -313,8 +313,6 @@ def probe_rows(ladder: TaskLadder, plan: Plan, split: Dict[str, Any], steps: int
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise UserError(f"Unexpected arguments: {' '.join(argv[1:])}; every setting is a --flag.")
     plan = plan_from_flags()
     began = time.time()
     ladder = TaskLadder(FLAGS.artifacts_dir, FLAGS.data_path,
