@@ -24,13 +24,16 @@ each built as the guide builds it from the plain folder:
     openvino-int8   export_static_quantized_openvino_model's steps (OVQuantizer, NNCF static quantization,
                     inputs padded to 384 tokens as that function pads them), calibrated on --calibration_file
                     instead of the GLUE download it defaults to
+    openvino-bf16   backend="openvino" with the CPU plugin computing in bfloat16, its default on CPUs with
+                    bfloat16 instructions
 
 The ONNX and OpenVINO variants need `optimum-onnx[onnxruntime]` / `optimum-intel[openvino]`; where they
 are not installed the variant's commands fail with the import error, which the benchmark reports. The two
 ask for different transformers, so each has its environment (bench/reference-backends-requirements.txt:
 sentence-transformers 6 with OpenVINO's; bench/reference-onnx-requirements.txt: sentence-transformers 5.7
 with ONNX Runtime's), and the benchmark starts one worker in each. OpenVINO computes in float32 on both
-sides (`INFERENCE_PRECISION_HINT`), its int8 variant in int8 where NNCF quantized.
+sides (`INFERENCE_PRECISION_HINT`), its int8 variant in int8 where NNCF quantized, its bf16 variant in
+bfloat16.
 
 HF_HUB_OFFLINE and TRANSFORMERS_OFFLINE are set before anything of Hugging Face is imported. argparse,
 not absl: the reference environment has no absl.
@@ -49,7 +52,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-VARIANTS = ("torch", "onnx", "onnx-int8", "openvino", "openvino-int8")
+VARIANTS = ("torch", "onnx", "onnx-int8", "openvino", "openvino-int8", "openvino-bf16")
 # What export_static_quantized_openvino_model pads calibration inputs to.
 CALIBRATION_LENGTH = 384
 
@@ -92,10 +95,10 @@ class Models:
             shutil.copytree(self.folder, target)
         return target
 
-    def _ov_config(self) -> dict:
+    def _ov_config(self, precision: str = "f32") -> dict:
         """float32 inference, as the toolkit's OpenVINO reader asks (the CPU plugin's default is bfloat16 where
-        the CPU has it), on --threads threads."""
-        return {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": self.threads}
+        the CPU has it), or `precision`, on --threads threads."""
+        return {"INFERENCE_PRECISION_HINT": precision, "INFERENCE_NUM_THREADS": self.threads}
 
     def _build(self, variant: str):
         if not self.models:
@@ -107,6 +110,9 @@ class Models:
         if variant in ("onnx", "openvino"):
             kwargs = {"ov_config": self._ov_config()} if variant == "openvino" else {}
             return SentenceTransformer(self._copy(variant), device="cpu", backend=variant, model_kwargs=kwargs)
+        if variant == "openvino-bf16":
+            return SentenceTransformer(self._copy(variant), device="cpu", backend="openvino",
+                                       model_kwargs={"ov_config": self._ov_config("bf16")})
         if variant == "onnx-int8":
             from sentence_transformers import export_dynamic_quantized_onnx_model
 

@@ -12,7 +12,8 @@ alternating the two sides (toolkit variant, sentence-transformers variant, toolk
     fp32, bf16: SentenceModel(model, precision)      torch
     tflite, tflite-int8: export.py --format=tflite   onnx, onnx-int8 (dynamic, avx512_vnni)
     onnx, onnx-int8: export.py --format=onnx         openvino, openvino-int8 (NNCF static, calibrated)
-    openvino, openvino-int8: --format=openvino
+    openvino, openvino-int8: --format=openvino       openvino-bf16 (bfloat16 inference)
+    openvino-bf16: the float export, bf16 inference
 
 Both int8 OpenVINO variants calibrate on the same sentences (export.py's default: 300 STS-B train
 sentences). Each variant is warmed up before its first timed round; sentences/s is the median over
@@ -25,7 +26,10 @@ The sentence-transformers side runs in worker subprocesses with the reference en
 torch and the OpenVINO variants in --reference_python's (sentence-transformers 6 with optimum-intel),
 the ONNX variants in --onnx_reference_python's (sentence-transformers 5.7 with optimum-onnx, which asks
 for transformers < 4.58); each side's versions go into results.json. A variant a worker cannot build
-is reported with its error rather than a number. OpenVINO computes in float32 on both sides.
+is reported with its error rather than a number. OpenVINO computes in float32 on both sides, except in
+the openvino-bf16 variants, which ask its CPU plugin for bfloat16 (`INFERENCE_PRECISION_HINT`), the
+plugin's own default on CPUs with bfloat16 instructions and so what a sentence-transformers user there
+gets unless they ask for float32.
 Threads: --threads for TensorFlow, ONNX Runtime, OpenVINO, TFLite and torch alike. Refuses to start
 when the 1-minute load average exceeds --max_load (--allow_loaded runs anyway and marks the page
 LOADED). Writes the dated page and results.json to --results_dir. Not part of the test suite.
@@ -49,8 +53,9 @@ from common.errors import UserError
 from bench import harness
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TOOLKIT_VARIANTS = ("fp32", "bf16", "tflite", "tflite-int8", "onnx", "onnx-int8", "openvino", "openvino-int8")
-ST_VARIANTS = ("torch", "onnx", "onnx-int8", "openvino", "openvino-int8")
+TOOLKIT_VARIANTS = ("fp32", "bf16", "tflite", "tflite-int8", "onnx", "onnx-int8", "openvino", "openvino-int8",
+                    "openvino-bf16")
+ST_VARIANTS = ("torch", "onnx", "onnx-int8", "openvino", "openvino-int8", "openvino-bf16")
 TOOLKIT, ST = "toolkit", "sentence-transformers"
 
 FLAGS = flags.FLAGS
@@ -112,19 +117,23 @@ def toolkit_embedders(model: str, variants: List[str], work_dir: str, data_path:
 
     out = {}
     for variant in variants:
-        kind, _, quantize = variant.partition("-")
+        if variant not in TOOLKIT_VARIANTS:
+            raise UserError(f"--toolkit_variants: unknown variant {variant!r}; expected some of "
+                            f"{', '.join(TOOLKIT_VARIANTS)}.")
+        kind, _, suffix = variant.partition("-")
+        quantize = "int8" if suffix == "int8" else "none"
         if kind in ("fp32", "bf16"):
             out[variant] = resolve_model(model, precision=kind).embed_fn
         elif kind == "tflite":
-            out[variant] = TFLiteEmbedder(tflite_model(resolve_encoder(model), quantize or "none"), num_threads=threads)
+            out[variant] = TFLiteEmbedder(tflite_model(resolve_encoder(model), quantize), num_threads=threads)
         elif kind in ("onnx", "openvino"):
             folder = os.path.join(work_dir, variant)
-            export_model(ExportConfig(model=model, format=kind, out=folder, quantize=quantize or "none",
-                                      data_path=data_path))
-            out[variant] = (onnx_embedder if kind == "onnx" else openvino_embedder)(folder, num_threads=threads)
-        else:
-            raise UserError(f"--toolkit_variants: unknown variant {variant!r}; expected some of "
-                                f"{', '.join(TOOLKIT_VARIANTS)}.")
+            export_model(ExportConfig(model=model, format=kind, out=folder, quantize=quantize, data_path=data_path))
+            if kind == "onnx":
+                out[variant] = onnx_embedder(folder, num_threads=threads)
+            else:
+                out[variant] = openvino_embedder(folder, num_threads=threads,
+                                                 inference_precision="bf16" if suffix == "bf16" else "f32")
     return out
 
 

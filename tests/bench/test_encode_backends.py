@@ -47,13 +47,14 @@ def test_a_toy_run_writes_the_page_and_results(tmp_path):
     results = tmp_path / "results"
     proc = subprocess.run([sys.executable, "-m", "bench.encode_backends", "--model=random_tiny", f"--data_path={data}",
                            f"--reference_python={sys.executable}", f"--onnx_reference_python={sys.executable}",
-                           "--toolkit_variants=fp32,onnx-int8,openvino-int8", "--st_variants=torch,onnx,openvino-int8",
+                           "--toolkit_variants=fp32,onnx-int8,openvino-int8,openvino-bf16",
+                           "--st_variants=torch,onnx,openvino-int8",
                            "--rounds=1", "--batch_size=4", "--allow_loaded",
                            f"--results_dir={results}"], cwd=ROOT, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": ROOT})
     assert proc.returncode == 0, proc.stderr[-3000:]
     record = json.load(open(results / "results.json"))
-    for variant in ("fp32", "onnx-int8", "openvino-int8"):
+    for variant in ("fp32", "onnx-int8", "openvino-int8", "openvino-bf16"):
         entry = record["variants"][f"toolkit/{variant}"]
         assert entry["sentences_per_s"] > 0 and -100 <= entry["stsb_test"] <= 100, entry
     for variant in ("torch", "onnx", "openvino-int8"):
@@ -77,7 +78,7 @@ def test_refuses_a_loaded_machine(tmp_path):
 
 
 def test_onnx_variants_run_in_their_own_environment():
-    assert [bench.worker_of(v) for v in bench.ST_VARIANTS] == ["main", "onnx", "onnx", "main", "main"]
+    assert [bench.worker_of(v) for v in bench.ST_VARIANTS] == ["main", "onnx", "onnx", "main", "main", "main"]
     expected = r"--onnx_reference_python=/no/such/python: not found; .*make reference-onnx-env"
     with pytest.raises(UserError, match=expected):
         bench.Worker("/no/such/python", "folder", "work", 1, "", "onnx_reference_python", "reference-onnx-env")

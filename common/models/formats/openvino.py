@@ -100,11 +100,17 @@ def quantized(model, encoder: SentenceEncoder, sentences: List[str]):
                          subset_size=len(items))
 
 
-def openvino_embedder(folder: str, num_threads: Optional[int] = None) -> onnx_format.GraphEmbedder:
-    """Runs the model in `folder` with OpenVINO's CPU plugin in float32 (int8 where it was quantized)."""
+def openvino_embedder(folder: str, num_threads: Optional[int] = None,
+                      inference_precision: str = "f32") -> onnx_format.GraphEmbedder:
+    """Runs the model in `folder` with OpenVINO's CPU plugin in float32 (int8 where it was quantized).
+
+    `inference_precision="bf16"` asks the plugin to compute the float parts in bfloat16, its default on
+    CPUs with bfloat16 instructions (Intel AMX, AVX512-BF16); the toolkit's reader asks for "f32", so that
+    an export computes as it was written. The encoding-backends benchmark times both.
+    """
     ov = onnx_format.require("openvino", EXTRA, "reading an OpenVINO export")
     core = ov.Core()
-    config = {"INFERENCE_PRECISION_HINT": "f32"}
+    config = {"INFERENCE_PRECISION_HINT": inference_precision}
     if num_threads:
         config["INFERENCE_NUM_THREADS"] = num_threads
     compiled = core.compile_model(core.read_model(artifacts.join(folder, XML_FILE)), "CPU", config)
