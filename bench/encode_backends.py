@@ -57,6 +57,9 @@ TOOLKIT_VARIANTS = ("fp32", "bf16", "tflite", "tflite-int8", "onnx", "onnx-int8"
                     "openvino-bf16")
 ST_VARIANTS = ("torch", "onnx", "onnx-int8", "openvino", "openvino-int8", "openvino-bf16")
 TOOLKIT, ST = "toolkit", "sentence-transformers"
+# Each sentence-transformers worker's environment: the flag naming its Python, the make target building it.
+ENVIRONMENTS = {"main": ("reference_python", "reference-backends-env"),
+                "onnx": ("onnx_reference_python", "reference-onnx-env")}
 
 FLAGS = flags.FLAGS
 
@@ -66,8 +69,8 @@ def define_flags() -> None:
     flags.DEFINE_string("data_path", "data", "Data root (holds downstream/).")
     flags.DEFINE_string("model", "minilm", "The model both sides encode with (any --model of export.py).")
     flags.DEFINE_string("reference_python", ".venv-ref-backends/bin/python",
-                        "Python of the reference environment with sentence-transformers' ONNX and OpenVINO backends "
-                        "(bench/reference-backends-requirements.txt).")
+                        "Python of the reference environment with sentence-transformers and its OpenVINO backend "
+                        "(bench/reference-backends-requirements.txt); runs every variant but the ONNX ones.")
     flags.DEFINE_string("onnx_reference_python", ".venv-ref-onnx/bin/python",
                         "Python of the reference environment with sentence-transformers' ONNX Runtime backend "
                         "(bench/reference-onnx-requirements.txt); runs the onnx and onnx-int8 variants.")
@@ -161,7 +164,7 @@ class Worker:
     """bench/backends_worker.py in the reference environment, one JSON line each way."""
 
     def __init__(self, python: str, folder: str, work_dir: str, threads: int, calibration_file: str,
-                 flag: str = "reference_python", target: str = "reference-backends-env"):
+                 flag: str, target: str):
         if not os.path.exists(python):
             raise UserError(f"--{flag}={python}: not found; build that reference environment with "
                             f"`make {target}` or pass --{flag}.")
@@ -294,11 +297,9 @@ def main(argv):
         workers: Dict[str, Worker] = {}
         for name in sorted({worker_of(v) for v in FLAGS.st_variants}):
             os.makedirs(os.path.join(work, "st-work", name))
-            python, flag, target = ((FLAGS.onnx_reference_python, "onnx_reference_python", "reference-onnx-env")
-                                    if name == "onnx" else
-                                    (FLAGS.reference_python, "reference_python", "reference-backends-env"))
-            workers[name] = Worker(python, folder, os.path.join(work, "st-work", name), FLAGS.threads, calibration,
-                                   flag, target)
+            flag, target = ENVIRONMENTS[name]
+            workers[name] = Worker(FLAGS[flag].value, folder, os.path.join(work, "st-work", name), FLAGS.threads,
+                                   calibration, flag, target)
         try:
             order = interleaved(FLAGS.toolkit_variants, FLAGS.st_variants)
             for side, variant in order:  # warm-up, and each variant's embeddings for STS-B test
