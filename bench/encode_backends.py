@@ -163,11 +163,7 @@ def tokenizer_seconds(model: str, sentences: List[str], batch_size: int) -> floa
 class Worker:
     """bench/backends_worker.py in the reference environment, one JSON line each way."""
 
-    def __init__(self, python: str, folder: str, work_dir: str, threads: int, calibration_file: str,
-                 flag: str, target: str):
-        if not os.path.exists(python):
-            raise UserError(f"--{flag}={python}: not found; build that reference environment with "
-                            f"`make {target}` or pass --{flag}.")
+    def __init__(self, python: str, folder: str, work_dir: str, threads: int, calibration_file: str):
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
         self.process = subprocess.Popen(
             [python, os.path.join(REPO, "bench", "backends_worker.py"), f"--folder={folder}",
@@ -192,6 +188,19 @@ class Worker:
             self.ask(cmd="quit")
             self.process.stdin.close()
             self.process.wait(timeout=60)
+
+
+def environment_python(name: str, python: str) -> str:
+    """`python`, the Python of the reference environment `name` (ENVIRONMENTS), where it exists.
+
+    Raises:
+        UserError: naming the flag that points at it and the make target that builds it.
+    """
+    flag, target = ENVIRONMENTS[name]
+    if not os.path.exists(python):
+        raise UserError(f"--{flag}={python}: not found; build that reference environment with "
+                        f"`make {target}` or pass --{flag}.")
+    return python
 
 
 def worker_of(variant: str) -> str:
@@ -270,6 +279,9 @@ def table(variants: Dict[str, dict], best: Optional[dict], tokenizer_rate: Optio
 
 
 def main(argv):
+    # Before any export: a missing reference environment ends the run at once.
+    pythons = {name: environment_python(name, FLAGS[ENVIRONMENTS[name][0]].value)
+               for name in sorted({worker_of(v) for v in FLAGS.st_variants})}
     load = harness.Load()
     loaded = load.load1 > FLAGS.max_load
     if loaded and not FLAGS.allow_loaded:
@@ -295,11 +307,9 @@ def main(argv):
         folder = os.path.join(work, "st-folder")
         export_model(ExportConfig(model=FLAGS.model, format="sentence-transformers", out=folder))
         workers: Dict[str, Worker] = {}
-        for name in sorted({worker_of(v) for v in FLAGS.st_variants}):
+        for name, python in pythons.items():
             os.makedirs(os.path.join(work, "st-work", name))
-            flag, target = ENVIRONMENTS[name]
-            workers[name] = Worker(FLAGS[flag].value, folder, os.path.join(work, "st-work", name), FLAGS.threads,
-                                   calibration, flag, target)
+            workers[name] = Worker(python, folder, os.path.join(work, "st-work", name), FLAGS.threads, calibration)
         try:
             order = interleaved(FLAGS.toolkit_variants, FLAGS.st_variants)
             for side, variant in order:  # warm-up, and each variant's embeddings for STS-B test

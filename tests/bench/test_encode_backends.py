@@ -81,4 +81,4 @@ def test_onnx_variants_run_in_their_own_environment():
     assert [bench.worker_of(v) for v in bench.ST_VARIANTS] == ["main", "onnx", "onnx", "main", "main", "main"]
     expected = r"--onnx_reference_python=/no/such/python: not found; .*make reference-onnx-env"
     with pytest.raises(UserError, match=expected):
-        bench.Worker("/no/such/python", "folder", "work", 1, "", *bench.ENVIRONMENTS["onnx"])
+        bench.environment_python("onnx", "/no/such/python")
