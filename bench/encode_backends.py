@@ -279,15 +279,15 @@ def table(variants: Dict[str, dict], best: Optional[dict], tokenizer_rate: Optio
 
 
 def main(argv):
-    # Before any export: a missing reference environment ends the run at once.
-    pythons = {name: environment_python(name, FLAGS[ENVIRONMENTS[name][0]].value)
-               for name in sorted({worker_of(v) for v in FLAGS.st_variants})}
     load = harness.Load()
     loaded = load.load1 > FLAGS.max_load
     if loaded and not FLAGS.allow_loaded:
         raise UserError(f"Refusing to benchmark: 1-minute load average {load.load1:.2f} > --max_load="
                             f"{FLAGS.max_load}; wait for an idle machine or pass --allow_loaded (the page is then "
                             "marked LOADED).")
+    # Before any export: a missing reference environment ends the run at once.
+    pythons = {name: environment_python(name, FLAGS[ENVIRONMENTS[name][0]].value)
+               for name in sorted({worker_of(v) for v in FLAGS.st_variants})}
     import numpy as np
     import tensorflow as tf
 
