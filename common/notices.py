@@ -16,14 +16,18 @@ from absl import logging
 _printing = False
 
 
-def to_stdout(enabled: bool = True) -> None:
+def to_stdout(enabled: bool = True) -> bool:
     """Prints every later notice on stdout (a script's choice, made in its `main`).
 
     Args:
         enabled: bool. False stops printing them. Defaults to True.
+
+    Returns:
+        bool, the choice before this call, for a caller that puts it back.
     """
     global _printing
-    _printing = enabled
+    previous, _printing = _printing, enabled
+    return previous
 
 
 def notice(line: str) -> None:

@@ -26,6 +26,7 @@ from absl import app, flags
 from absl.testing import flagsaver
 
 from common import cli  # noqa: F401  defines --verbose and loads TensorFlow quietly, as every script does
+from common import notices
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -77,6 +78,8 @@ def _run(argv: list, run, cwd: str) -> subprocess.CompletedProcess:
     # process for the tests that follow; the help flags are defined once here instead, before the save.
     app.define_help_flags()
     init_done, app._run_init.done = app._run_init.done, True
+    # A script's `to_stdout()` is its process's choice; the tests that follow log their notices again.
+    printing = notices.to_stdout(False)
     try:
         with flagsaver.flagsaver(), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
             old_argv, sys.argv = sys.argv, list(argv)
@@ -99,4 +102,5 @@ def _run(argv: list, run, cwd: str) -> subprocess.CompletedProcess:
     finally:
         app._run_init.done = init_done
         tf_logger.setLevel(tf_level)
+        notices.to_stdout(printing)
     return subprocess.CompletedProcess(argv, code, stdout.getvalue(), stderr.getvalue())

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from common import notices
 from common.evaluation.evaluators import Evaluator, StsbDevEvaluator
 from common.training import registry
 from common.training.runs import train
@@ -33,6 +34,8 @@ def test_train_py_reports_a_bad_model_in_one_line_with_exit_code_2(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("train.py: Unknown encoder spec 'no-such-model'")
     assert not os.path.exists(tmp_path / "artifacts" / "ckpt")
+    # train.py prints its notices on stdout; run in this process, that choice ends with the run.
+    assert notices.to_stdout(False) is False
 
 
 def _simcse_settings(tmp_path, **extra):
