@@ -192,7 +192,10 @@ class Ladder:
         self.cpu_start = (self.began, machine_busy_ticks(), process_ticks())
 
     def _load(self) -> Dict[str, Any]:
-        return json.load(open(self.scores_path)) if os.path.exists(self.scores_path) else {}
+        if not os.path.exists(self.scores_path):
+            return {}
+        with open(self.scores_path, encoding="utf-8") as f:
+            return json.load(f)
 
     def finished(self, row: str, run: str) -> bool:
         """Whether the scores entry `row` holds the scores of the run `run` (so neither needs its model again)."""
