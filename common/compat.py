@@ -114,6 +114,17 @@ def auto_trackable() -> Any:
     return tf.__internal__.tracking.AutoTrackable()
 
 
+def trace_for_saving(function, *args, **kwargs) -> None:
+    """Traces `function` (a tf.function) for `args`, `kwargs` as `tf.saved_model.save` (default
+    options) will look it up. A trace made outside a save is keyed apart from one made inside it (the
+    key holds the save's variable policy), so a function traced beforehand, to be saved with that
+    signature, would be traced a second time by the save."""
+    from tensorflow.python.saved_model import save_context
+
+    with save_context.save_context(tf.saved_model.SaveOptions()):
+        function.get_concrete_function(*args, **kwargs)
+
+
 def onednn_enabled() -> bool:
     """Whether this TensorFlow build runs its oneDNN CPU kernels (x86 builds, unless TF_ENABLE_ONEDNN_OPTS=0)."""
     from tensorflow.python.util import _pywrap_util_port
@@ -131,4 +142,4 @@ def variables_to_constants() -> Callable:
 __all__ = ["EncoderParts", "attention_context", "attention_heads", "attention_mask", "auto_trackable",
            "encoder_parts", "get_global_seed_generator", "merge_padding_and_attention_mask",
            "onednn_enabled", "set_global_seed_generator", "strategy_supports_no_merge_call",
-           "variables_to_constants"]
+           "trace_for_saving", "variables_to_constants"]

@@ -101,6 +101,31 @@ def test_tensorflow_members():
     assert not frozen.graph.variables and frozen(tf.constant([3.0, 3.0]))[0].numpy().tolist() == [3.0, 6.0]
 
 
+def test_a_function_traced_for_saving_is_saved_without_a_second_trace(tmp_path):
+    traces = []
+
+    @tf.function
+    def scale(x, training=False):
+        traces.append(training)
+        return x * (2.0 if training else 1.0)
+
+    def saved_after(trace):
+        traces.clear()
+        root = compat.auto_trackable()
+        root.f = scale
+        for training in (False, True):
+            trace(scale, tf.TensorSpec([None], tf.float32, name="x"), training=training)
+        tf.saved_model.save(root, str(tmp_path / str(len(os.listdir(tmp_path)))))
+        return list(traces)
+
+    assert saved_after(compat.trace_for_saving) == [False, True]
+    # Traced outside a save, the same function is traced again by it (the check can fail).
+    scale = tf.function(scale.python_function)
+    assert saved_after(lambda f, *a, **k: f.get_concrete_function(*a, **k)) == [False, True, False, True]
+    loaded = tf.saved_model.load(str(tmp_path / "1"))
+    assert loaded.f(tf.constant([1.0]), training=True).numpy().tolist() == [2.0]
+
+
 def test_no_private_member_is_used_outside_compat():
     pattern = re.compile(r"keras_hub\.src|keras\.src|tensorflow\.python|tf\.__internal__")
     sources = [p for p in glob.glob(os.path.join(ROOT, "**", "*.py"), recursive=True)

@@ -77,17 +77,18 @@ def save_embedding_model(encoder: SentenceEncoder, path: str) -> None:
     # SavedModel must track to restore (WordPiece keeps its vocabulary in constants).
     root.tokenizer_tables = list(getattr(encoder.tokenizer, "lookup_tables", []))
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=SERVING_INPUT)])
-    def serve(sentences):
-        return {SERVING_OUTPUT: encoder(sentences, training=False)["embedding"]}
-
     @tf.function
     def call(sentences, training=False):
         return encoder(sentences, training=training)["embedding"]
 
     # One trace per value of the Python bool `training`, which is what hub.KerasLayer passes.
     for training in (False, True):
-        call.get_concrete_function(tf.TensorSpec([None], tf.string), training=training)
+        compat.trace_for_saving(call, tf.TensorSpec([None], tf.string, name="sentences"), training=training)
+
+    # The signature calls the inference trace above rather than tracing the encoder again.
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=SERVING_INPUT)])
+    def serve(sentences):
+        return {SERVING_OUTPUT: call(sentences, training=False)}
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def token_counts(sentences):
