@@ -88,7 +88,7 @@ def save_tfhub_bert(backbone: BertBackbone, vocabulary: list, lowercase: bool, p
     spec = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUTS}
     # One trace per value of the Python bool `training`, which is what hub.KerasLayer passes.
     for training in (False, True):
-        call.get_concrete_function(spec, training=training)
+        compat.trace_for_saving(call, spec, training=training)
     root.__call__ = call
     # The asset is copied into the SavedModel's assets/ when it is saved.
     with tempfile.TemporaryDirectory() as scratch:
