@@ -44,6 +44,10 @@ class SiameseModel(MethodModel):
         self.num_classes = num_classes
         self.hidden_units = hidden_units
 
+    def build(self, input_shape=None):
+        """Nothing to create here: the first call (`build_model`'s, eager) builds the heads. Without
+        this method Keras would first trace `call` symbolically, both sentences through the encoder."""
+
     def published_layers(self):
         """Encoder and classification head (and an STS-B regressor where there is one)."""
         parts = {"encoder": self.encoder, "hidden": self.hidden, "classifier": self.classifier}

@@ -96,6 +96,11 @@ class BertBackbone(keras.Model):
         )
         self.build_with_dummy_input()
 
+    def build(self, input_shape=None):
+        """Nothing to create here: the first call (`build_with_dummy_input`, eager) builds each
+        sublayer as it reaches it. Without this method Keras would first trace `call` symbolically to
+        build them, which costs more than the call itself."""
+
     def build_with_dummy_input(self):
         """Creates all variables by running a 1x2 batch."""
         dummy = {
