@@ -4,7 +4,8 @@ one replica equals two, a killed run resumes exactly, and train.py -> test_sts.p
 A new method gets these tests by registering itself (its `smoke` settings drive them).
 
 Each method trains once through train.py (`script_run`, two epochs with a checkpoint
-before a kill point); that run is both the script smoke test and the uninterrupted run
+before a kill point), run in this process as its command line runs it (tests/test_scripts.py
+keeps train.py's own process); that run is both the script smoke test and the uninterrupted run
 that the killed-and-resumed one must equal. The replica checks of all models share one
 process (`replica_results`).
 """
@@ -12,8 +13,6 @@ process (`replica_results`).
 import json
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -21,8 +20,9 @@ import pytest
 from common.evaluation.evaluators import StsbDevEvaluator, dev_evaluator
 from common.training import registry
 from common.training.runs import train
-from distributed_checks import ROOT, assert_replicas_agree, replica_checks
+from distributed_checks import assert_replicas_agree, replica_checks
 from fixtures import write_sts_root
+from in_process import run_script
 from resume_check import killed_and_resumed_run, saved_weights
 
 METHODS = list(registry.methods())
@@ -48,11 +48,6 @@ def _argv(settings):
     return out
 
 
-def _run(args, cwd):
-    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": ROOT})
-
-
 @pytest.fixture(scope="module")
 def replica_results():
     """Every model's replica check, in one process."""
@@ -70,13 +65,13 @@ def script_run(tmp_path_factory):
             data = write_sts_root(str(root / "data"))
             settings = {**registry.get(name).smoke(data), **RUN}
             artifacts = root / "artifacts"
-            proc = _run([os.path.join(ROOT, "train.py"), f"--method={name}", *_argv(settings),
-                         f"--artifacts_dir={artifacts}"], cwd=str(root))
+            proc = run_script("train.py", [f"--method={name}", *_argv(settings), f"--artifacts_dir={artifacts}"],
+                              cwd=str(root))
             score = None
             if proc.returncode == 0:
                 run_id = next(line.split(": ")[1] for line in proc.stdout.splitlines() if line.startswith("run ID:"))
-                score = _run([os.path.join(ROOT, "test_sts.py"), f"--model={run_id}", f"--data_path={data}",
-                              f"--artifacts_dir={artifacts}"], cwd=str(root))
+                score = run_script("test_sts.py", [f"--model={run_id}", f"--data_path={data}",
+                                                   f"--artifacts_dir={artifacts}"], cwd=str(root))
             runs[name] = {"data": data, "settings": settings, "artifacts": artifacts, "train": proc, "score": score}
         run = runs[name]
         assert run["train"].returncode == 0, run["train"].stderr[-3000:]

@@ -34,9 +34,9 @@ def _helpshort(script):
 def test_test_sts_scores_a_spec_and_writes_results(tmp_path):
     data = write_sts_root(str(tmp_path / "data"))
     # --baseline scores a second model on the same sets, side by side (here the same model: no change).
-    proc = _run([os.path.join(ROOT, "test_sts.py"), "--model=random_tiny", f"--data_path={data}",
-                 f"--artifacts_dir={tmp_path / 'artifacts'}", "--max_seq_len=32", "--baseline=random_tiny"],
-                cwd=str(tmp_path))
+    proc = run_script("test_sts.py", ["--model=random_tiny", f"--data_path={data}",
+                                      f"--artifacts_dir={tmp_path / 'artifacts'}", "--max_seq_len=32",
+                                      "--baseline=random_tiny"], cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "beside its baseline random_tiny" in proc.stdout
     rows = {line.split()[0]: line.split()[1:] for line in proc.stdout.splitlines()[1:]}
@@ -56,13 +56,14 @@ def test_test_sts_scores_own_pairs_with_mapped_columns_and_writes_json(tmp_path)
     path = tmp_path / "pairs.jsonl"
     path.write_text("".join(json.dumps({"q": a, "d": b, "rating": float(s)}) + "\n" for a, b, s in PAIRS))
     out = tmp_path / "scores.json"
-    proc = _run([os.path.join(ROOT, "test_sts.py"), "--model=random_tiny", f"--pairs={path}",
-                 "--columns=sentence1:q,sentence2:d,score:rating", f"--output={out}"], cwd=str(tmp_path))
+    proc = run_script("test_sts.py", ["--model=random_tiny", f"--pairs={path}",
+                                      "--columns=sentence1:q,sentence2:d,score:rating", f"--output={out}"],
+                      cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
     scores = json.load(open(out))
     assert set(scores) == {"spearman", "pearson", "pairs"} and scores["pairs"] == len(PAIRS)
     assert f"spearman {scores['spearman']:.2f}" in proc.stdout
-    wrong = _run([os.path.join(ROOT, "test_sts.py"), "--model=random_tiny", f"--pairs={path}"], cwd=str(tmp_path))
+    wrong = run_script("test_sts.py", ["--model=random_tiny", f"--pairs={path}"], cwd=str(tmp_path))
     assert wrong.returncode == 2 and wrong.stderr.strip().splitlines()[-1].startswith(
         "test_sts.py: " + str(path) + ": no column for 'sentence1'")
 
@@ -76,9 +77,9 @@ def test_test_sts_scores_labelled_pairs_beside_a_baseline_as_binary_classificati
     path.write_text("\ufeffQuality\t#1 String\t#2 String\n" + "".join(
         f"{int(float(s) > 2)}\t{a}\t{b}\n" for a, b, s in PAIRS), encoding="utf-8")
     out = tmp_path / "binary.json"
-    proc = _run([os.path.join(ROOT, "test_sts.py"), "--model=random_tiny", f"--pairs={path}", f"--output={out}",
-                 "--columns=sentence1:#1 String,sentence2:#2 String,label:Quality", "--baseline=random_bert_tiny"],
-                cwd=str(tmp_path))
+    proc = run_script("test_sts.py", ["--model=random_tiny", f"--pairs={path}", f"--output={out}",
+                                      "--columns=sentence1:#1 String,sentence2:#2 String,label:Quality",
+                                      "--baseline=random_bert_tiny"], cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
     scores = json.load(open(out))
     keys = {"accuracy", "accuracy_threshold", "f1", "f1_threshold", "precision", "recall", "average_precision",
@@ -95,6 +96,7 @@ def test_test_sts_scores_labelled_pairs_beside_a_baseline_as_binary_classificati
 
 def test_an_old_spec_spelling_still_works_with_one_notice_and_is_recorded_by_its_new_name(tmp_path):
     data = write_sts_root(str(tmp_path / "data"))
+    # Its own process: the notice is a logged line on the console, as the user sees it.
     proc = _run([os.path.join(ROOT, "test_sts.py"), "--model=tiny", f"--data_path={data}",
                  f"--artifacts_dir={tmp_path / 'artifacts'}", "--max_seq_len=32"], cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -280,21 +282,21 @@ def test_train_then_load_plainly_then_score(tmp_path):
     assert plain.returncode == 0, plain.stderr[-2000:]
     shapes = json.loads(plain.stdout.strip().splitlines()[-1])
     assert shapes["emb"] == [2, 32] and shapes["logits"] == [1, 3] and -1 <= shapes["cos"] <= 1
-    score = _run([os.path.join(ROOT, "test_sts.py"), f"--model={run_id}", f"--data_path={data}",
-                  f"--artifacts_dir={artifacts}"], cwd=str(tmp_path))
+    score = run_script("test_sts.py", [f"--model={run_id}", f"--data_path={data}", f"--artifacts_dir={artifacts}"],
+                       cwd=str(tmp_path))
     assert score.returncode == 0, score.stderr[-2000:]
     assert json.load(open(artifacts / "test" / f"sts_{run_id}.json"))["model"] == run_id
     # Extending the finished run into a used --model_dir is refused before training; the advice works.
-    extend = [os.path.join(ROOT, "train.py"), f"--resume={run_id}", f"--artifacts_dir={artifacts}", "--train_epochs=2"]
-    used = _run([*extend, f"--model_dir={model_dir}"], cwd=str(tmp_path))
+    extend = [f"--resume={run_id}", f"--artifacts_dir={artifacts}", "--train_epochs=2"]
+    used = run_script("train.py", [*extend, f"--model_dir={model_dir}"], cwd=str(tmp_path))
     assert used.returncode == 2 and "Give --model_dir=<a new directory>" in used.stderr
-    extended = _run([*extend, f"--model_dir={tmp_path / 'extended'}"], cwd=str(tmp_path))
+    extended = run_script("train.py", [*extend, f"--model_dir={tmp_path / 'extended'}"], cwd=str(tmp_path))
     assert extended.returncode == 0, extended.stderr[-3000:]
     assert json.load(open(tmp_path / "extended" / "config.json"))["metrics"]["step"] == 6
     # Its "next:" command scores the extended model, not the run's first artifact.
     command = next(line for line in extended.stdout.splitlines() if line.startswith("next: python test_sts.py"))
     assert f"--model={tmp_path / 'extended'}" in command
-    rescore = _run([os.path.join(ROOT, "test_sts.py"), *command.split()[3:]], cwd=str(tmp_path))
+    rescore = run_script("test_sts.py", command.split()[3:], cwd=str(tmp_path))
     assert rescore.returncode == 0 and "extended" in rescore.stdout, rescore.stderr[-2000:]
 
 
@@ -325,6 +327,7 @@ def test_train_declutr_on_a_folder_of_files_says_what_it_uses_and_its_advice_wor
         path.write_text("\n".join(" ".join(f"d{i}w{j}" for j in range(k, min(k + 10, words)))
                                   for k in range(0, words, 10)) + "\n")
     (folder / ".notes.txt").write_text(" ".join(["hidden"] * 400) + "\n")
+    # Its own process: what the run says is a logged warning on the console, as the user sees it.
     args = [os.path.join(ROOT, "train.py"), "--method=declutr", f"--train_data={folder}",
             f"--data_path={smoke['data_path']}", *[f"--{k}={smoke[k]}" for k in ("model", "batch_size", "max_seq_len",
                                                                                 "min_span_len", "max_span_len")],

@@ -12,6 +12,7 @@ import pytest
 
 from bench import verdicts, your_task
 from common.data.nli import read_nli
+from in_process import run_module
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = {**os.environ, "PYTHONPATH": ROOT}
@@ -179,9 +180,9 @@ def test_the_page_gives_a_verdict_per_claim_and_says_what_helps(tmp_path):
 
 
 def test_without_the_data_every_row_is_not_run_and_the_page_is_written(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "bench.your_task", f"--data_path={tmp_path / 'none'}",
-                           "--starts=random_tiny", "--train_lrs=1e-3", f"--artifacts_dir={tmp_path / 'art'}",
-                           f"--results_dir={tmp_path / 'page'}"], cwd=ROOT, env=ENV, capture_output=True, text=True)
+    proc = run_module("bench.your_task", [f"--data_path={tmp_path / 'none'}", "--starts=random_tiny",
+                                          "--train_lrs=1e-3", f"--artifacts_dir={tmp_path / 'art'}",
+                                          f"--results_dir={tmp_path / 'page'}"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     page = (tmp_path / "page" / "README.md").read_text()
     assert "- Command: `python -m bench.your_task --data_path=" in page

@@ -4,8 +4,6 @@ train.py run)."""
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -13,16 +11,10 @@ import pytest
 from common.evaluation.evaluators import StsbDevEvaluator
 from common.training import registry
 from common.training.runs import train
-from distributed_checks import ROOT
 from fixtures import write_sts_root
 from in_process import run_script
 from resume_check import Killed, saved_weights
 from trans_encoder_tf.method import smoke
-
-
-def _run(args, cwd):
-    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": ROOT})
 
 
 # Two cycles of a cross phase (3 steps, 1 epoch) and a bi phase (6 steps, 2 epochs), each model
@@ -41,8 +33,7 @@ def two_cycles(tmp_path_factory):
     settings = {**smoke(data), **TWO_CYCLES}
     artifacts = root / "artifacts"
     args = [f"--{k}={v}" for k, v in settings.items() if not isinstance(v, bool)] + ["--noinit_with_new_models"]
-    proc = _run([os.path.join(ROOT, "train.py"), "--method=trans_encoder", *args, f"--artifacts_dir={artifacts}"],
-                cwd=str(root))
+    proc = run_script("train.py", ["--method=trans_encoder", *args, f"--artifacts_dir={artifacts}"], cwd=str(root))
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_id = next(line.split(": ")[1] for line in proc.stdout.splitlines() if line.startswith("run ID:"))
     return {"root": root, "data": data, "settings": settings, "artifacts": artifacts, "proc": proc, "run_id": run_id}
@@ -69,9 +60,9 @@ def test_two_cycles_through_train_py_then_test_sts_py_in_both_modes(two_cycles):
     assert record["metrics"]["step"] == 18 and record["data"]["pairs"] == 12
     assert os.listdir(artifacts / "log" / run_id)  # TensorBoard scalars per phase
     common = [f"--model={run_id}", f"--data_path={data}", f"--artifacts_dir={artifacts}"]
-    bi = _run([os.path.join(ROOT, "test_sts.py"), *common, "--mode=bi"], cwd=str(root))
+    bi = run_script("test_sts.py", [*common, "--mode=bi"], cwd=str(root))
     assert bi.returncode == 0, bi.stderr[-2000:]
-    cross = _run([os.path.join(ROOT, "test_sts.py"), *common, "--mode=cross"], cwd=str(root))
+    cross = run_script("test_sts.py", [*common, "--mode=cross"], cwd=str(root))
     assert cross.returncode == 0, cross.stderr[-2000:]
     bi_result = json.load(open(artifacts / "test" / f"sts_{run_id}.json"))
     cross_result = json.load(open(artifacts / "test" / f"sts_{run_id}_cross.json"))

@@ -473,9 +473,8 @@ def test_test_sts_scores_a_savedmodel_export_as_its_source(savedmodel_export, tm
     pairs.write_text("".join(json.dumps({"sentence1": a, "sentence2": b, "score": float(s)}) + "\n"
                              for a, b, s in PAIRS))
     scores = tmp_path / "scores.json"
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "test_sts.py"), f"--model={out}", f"--pairs={pairs}",
-                           "--baseline=random_tiny", "--max_seq_len=32", f"--output={scores}"], cwd=str(tmp_path),
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    proc = run_script("test_sts.py", [f"--model={out}", f"--pairs={pairs}", "--baseline=random_tiny",
+                                      "--max_seq_len=32", f"--output={scores}"], cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.load(open(scores))
     assert result["pairs"] == len(PAIRS) and result["baseline"]["model"] == "random_tiny"
@@ -544,12 +543,9 @@ def test_check_sentence_transformers_refuses_bad_input_in_one_line(tmp_path):
 
 
 def test_export_py_writes_a_folder_and_refuses_bad_input_in_one_line(tmp_path):
-    def run(*args):
-        return subprocess.run([sys.executable, os.path.join(ROOT, "export.py"), *args], cwd=str(tmp_path),
-                              capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
-
     out = tmp_path / "st"
-    proc = run("--model=random_tiny", "--format=sentence-transformers", f"--out={out}", "--max_seq_len=32")
+    proc = run_script("export.py", ["--model=random_tiny", "--format=sentence-transformers", f"--out={out}",
+                                    "--max_seq_len=32"], cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert f"next: python test_sts.py --model={out}" in proc.stdout and "| model.safetensors |" in proc.stdout
     for args, message in [(("--model=random_tiny", "--format=sentence-transformers", f"--out={out}"),

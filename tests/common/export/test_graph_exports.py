@@ -22,6 +22,7 @@ from common.models.encoder import EncoderConfig, build_encoder
 from common.models.formats import onnx as onnx_format
 from common.models.formats import openvino as openvino_format
 from common.models.sources.names import minilm_dir
+from in_process import run_script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SENTENCES = ["A man is playing a guitar.", "", "Stocks fell sharply on Monday, didn't they?",
@@ -198,9 +199,8 @@ def test_test_sts_scores_an_onnx_export_as_its_source(source, exports, tmp_path)
     pairs.write_text("".join(json.dumps({"sentence1": a, "sentence2": b, "score": float(s)}) + "\n"
                              for a, b, s in PAIRS))
     scores = tmp_path / "scores.json"
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "test_sts.py"), f"--model={exports['openvino', 'none']}",
-                           f"--pairs={pairs}", f"--baseline={source}", f"--output={scores}"], cwd=str(tmp_path),
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    proc = run_script("test_sts.py", [f"--model={exports['openvino', 'none']}", f"--pairs={pairs}",
+                                      f"--baseline={source}", f"--output={scores}"], cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.load(open(scores))
     assert result["pairs"] == len(PAIRS) and abs(result["spearman"] - result["baseline"]["spearman"]) < 1e-6

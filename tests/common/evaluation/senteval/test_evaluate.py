@@ -173,8 +173,9 @@ def test_script_main_scores_the_tiny_encoder_and_writes_json(tmp_path):
 
 def test_script_runs_several_configs_on_one_encoding(tmp_path):
     data = write_senteval_root(str(tmp_path / "data"))
-    proc = _run(["--model=random_tiny", f"--data_path={data}", f"--artifacts_dir={tmp_path / 'artifacts'}",
-                 "--max_seq_len=32", "--config=fast", "--config=pause", "--tasks=CR,SICK-R"], cwd=str(tmp_path))
+    proc = run_script("senteval_eval.py", ["--model=random_tiny", f"--data_path={data}",
+                                           f"--artifacts_dir={tmp_path / 'artifacts'}", "--max_seq_len=32",
+                                           "--config=fast", "--config=pause", "--tasks=CR,SICK-R"], cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     fast = json.load(open(tmp_path / "artifacts" / "test" / "senteval_random_tiny_fast.json"))
     pause = json.load(open(tmp_path / "artifacts" / "test" / "senteval_random_tiny_pause.json"))
@@ -187,7 +188,7 @@ def test_script_scores_several_seeds_on_one_encoding_with_their_spread(tmp_path)
     data = write_senteval_root(str(tmp_path / "data"))
     args = ["--model=random_tiny", f"--data_path={data}", f"--artifacts_dir={tmp_path / 'artifacts'}",
             "--max_seq_len=32", "--config=fast", "--tasks=CR,MRPC,STS12"]
-    proc = _run([*args, "--seed=1111,1112"], cwd=str(tmp_path))
+    proc = run_script("senteval_eval.py", [*args, "--seed=1111,1112"], cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = tmp_path / "artifacts" / "test"
     runs = {seed: json.load(open(out / f"senteval_random_tiny_seed{seed}.json")) for seed in (1111, 1112)}
@@ -227,6 +228,6 @@ def test_script_refuses_tasks_the_model_was_trained_on(tmp_path, tiny_encoder):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "trained on the evaluation data of SNLI" in proc.stderr and "--score_training_data" in proc.stderr
     # Other tasks are scored as usual; the flag the message names lets SNLI through.
-    assert _run([*args, "--tasks=CR"], cwd=str(tmp_path)).returncode == 0
-    proc = _run([*args, "--tasks=SNLI", "--score_training_data"], cwd=str(tmp_path))
+    assert run_script("senteval_eval.py", [*args, "--tasks=CR"], cwd=str(tmp_path)).returncode == 0
+    proc = run_script("senteval_eval.py", [*args, "--tasks=SNLI", "--score_training_data"], cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
