@@ -144,10 +144,10 @@ def read_table(path: str, fields: Sequence[str], columns: Optional[Mapping[str, 
         # A column the user named must exist even for an optional field: an optional label
         # column that is silently absent turns every pair into an unlabelled one.
         if found is None and (field not in optional or field in columns):
-            hint = (f"--columns={field}:<column>" if field not in columns
-                    else f"a column named {columns[field]!r}, or correct --columns")
+            advice = (f"Map it with --columns={field}:<column>" if field not in columns
+                      else f"Correct --columns: {field}:<one of those columns>")
             raise UserError(f"{path}: no column for {field!r} (looked for {candidates}); the file has "
-                             f"{header_names(header)}. Map it with {hint}.")
+                             f"{header_names(header)}. {advice}.")
         if found is not None:
             source[field] = found
     required = [f for f in fields if f in source and f not in optional]

@@ -62,7 +62,7 @@ def test_without_columns_a_foreign_header_is_one_line_naming_the_columns_and_the
     with pytest.raises(UserError, match=r"pairs.csv: no column for 'premise' .*the file has \['id', 'sentence_a', "
                                         r"'sentence_b', 'relation'\]. Map it with --columns=premise:<column>"):
         read_nli(str(path))
-    with pytest.raises(UserError, match=r"a column named 'sentence_x', or correct --columns"):
+    with pytest.raises(UserError, match=r"Correct --columns: premise:<one of those columns>"):
         read_nli(str(path), columns=parse_columns(["premise:sentence_x"]))
 
 
@@ -180,8 +180,8 @@ def test_a_column_named_in_columns_must_exist_even_for_an_optional_label(tmp_pat
     path = tmp_path / "p.tsv"
     path.write_text("Quality\tfirst\tsecond\n1\ta\tb\n")
     with pytest.raises(UserError, match=r"p.tsv: no column for 'label' \(looked for \['Qualty'\]\); the file has "
-                                        r"\['Quality', 'first', 'second'\]\. Map it with a column named 'Qualty', or "
-                                        r"correct --columns\.$"):
+                                        r"\['Quality', 'first', 'second'\]\. Correct --columns: "
+                                        r"label:<one of those columns>\.$"):
         read_nli(str(path), columns=parse_columns(["premise:first", "hypothesis:second", "label:Qualty"]))
     # Unnamed, an absent label column still means unlabelled pairs (--unlabeled_data, pair files).
     unlabelled = tmp_path / "u.tsv"
