@@ -52,7 +52,9 @@ def main(argv):
     if selection:
         chosen = (f"the weights of step {selection['step']}, {selection['metric']}={selection['score']:.4g}"
                   if selection["step"] is not None else f"the last weights (no finite {selection['metric']})")
-        print(f"published: {chosen}; last step {selection['last_step']}: {selection['last_score']}")
+        last = selection["last_score"]
+        last = f"{last:.4g}" if isinstance(last, float) else last
+        print(f"published: {chosen}; last step {selection['last_step']}: {selection['metric']}={last}")
     if result["model_dir"]:
         print(f"model: {result['model_dir']}")
         # A run ID names <artifacts_dir>/model/<ID>; a model written elsewhere (--model_dir) is named by its path.

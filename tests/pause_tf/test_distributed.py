@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -51,6 +52,8 @@ def test_two_process_multi_worker_run_ends_with_identical_weights(tmp_path, extr
     if extra:  # the non-chief, which never evaluates, chose the chief's step with the chief's score
         chosen = [next(line for line in out.splitlines() if line.startswith("published:")) for out, _ in outputs]
         assert chosen[0] == chosen[1] and "stsb_dev_spearman=" in chosen[0], chosen
+        assert re.fullmatch(r"published: the weights of step \d, stsb_dev_spearman=\S+; "
+                            r"last step 3: stsb_dev_spearman=-?[\d.]+(e-?\d+)?", chosen[0]), chosen[0]
     # Only the chief publishes a model; the other worker cleaned up after itself.
     assert "model:" in outputs[0][0] and "model:" not in outputs[1][0]
     assert len(os.listdir(tmp_path / "artifacts" / "model")) == 1
