@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from absl import flags, logging
 
@@ -700,16 +700,22 @@ def pause_estimate(scores: Dict[str, Any]) -> str:
         else ""
 
 
-def not_run_lines(scores: Dict[str, Any], pause_steps: int = None) -> List[str]:
+def not_run_lines(scores: Dict[str, Any], budgets: Optional[Dict[str, int]] = None) -> List[str]:
     """The page's account of the planned rows not run yet, with the training time they would need here: the
-    rows of the last probe (`_not_run`) less those scored since."""
+    rows of the last probe (`_not_run`) less those scored since. `budgets` ({family: steps}) are this
+    invocation's: a row is accounted at its family's budget (the probe's seconds per step times it), not at the
+    steps of a probe an earlier invocation ran; a PAUSE-family probe of another budget is left out (the page's
+    own section lists those rows)."""
+    budgets = budgets or {}
     found = {}
     for family, entry in scores.get("_not_run", {}).items():
-        if pause_steps is not None and family in PERCENT_ROWS and entry["steps"] != pause_steps:
+        steps = budgets.get(family, entry["steps"])
+        if family in PERCENT_ROWS and entry["steps"] != steps:
             continue  # a probe of another budget: the page's own section lists these rows
         rows = [row for row in entry["rows"] if not row_scored(scores, row)]
         if rows:
-            found[family] = dict(entry, rows=rows)
+            per_row = entry["cycles"] * steps * sum(entry["seconds_per_step"].values())
+            found[family] = dict(entry, rows=rows, steps=steps, seconds_per_row=per_row)
     if not found:
         return []
     lines = ["## Not run yet", "",
@@ -1344,7 +1350,9 @@ def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, comm
                   "peaked before its last evaluation, or flattened there, had budget enough; one still rising "
                   f"(its last evaluation its best, by more than {STILL_RISING} points) needs more steps. "
                   "`dev_curves.png` below draws them.", "", *selected, ""]
-    lines += not_run_lines(scores, FLAGS.pause_steps)
+    lines += not_run_lines(scores, {"pause": FLAGS.pause_steps, "supervised": FLAGS.pause_steps,
+                                    "simcse unsup": FLAGS.simcse_steps, "simcse sup": FLAGS.simcse_steps,
+                                    "declutr": FLAGS.declutr_steps, "trans_encoder": FLAGS.te_steps})
     meta = scores.get("_meta", {})
     # The first run's start, kept in _meta: the runs' folders of an earlier machine are not on this one.
     found_first = _first_run_start(runs_root)

@@ -306,7 +306,11 @@ def test_a_probe_times_the_steps_of_a_row_and_the_page_says_what_rows_not_run_wo
                                "cycle1_cross_a 1 s, cycle1_bi_a 0.5 s per step") for line in lines)
     assert "In all: about 0.3 h of training on this machine." in lines
     # A probe of another PAUSE budget is left to the page's own list of rows at another budget.
-    assert not any(line.startswith("- pause:") for line in reproduce.not_run_lines(scores, pause_steps=2000))
+    assert not any(line.startswith("- pause:") for line in reproduce.not_run_lines(scores, {"pause": 2000}))
+    # Another family is accounted at this invocation's budget, not at the probe's steps.
+    assert any(line.startswith("- trans_encoder: 1 rows (trans_encoder seed 0), each 2 cycles of 500 steps at ")
+               and line.endswith("about 0.4 h of training in all.")
+               for line in reproduce.not_run_lines(scores, {"pause": 2000, "trans_encoder": 500}))
     assert reproduce.not_run_lines({}) == []
     # Rows scored since the probe leave the account; a family all scored leaves it whole.
     scores["pause 5% seed 1"] = {"sts_avg": 50.0}
