@@ -20,6 +20,7 @@ LANDED_EXCEPTIONS = {
     "85ec8ae88e1798f833abca52a995953cd05630ef",  # 73 characters
     "61d62f44769f6ba2e2c0955386baa3915efba883",  # 74 characters
     "35ab489ba69b16d347955fd748f56de5ebdc6075",  # 74 characters
+    "bf5102cf54a8965f92dfb18ec0621330ccb8e20b",  # 76 characters
 }
 
 
