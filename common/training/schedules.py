@@ -58,6 +58,44 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
 NO_WEIGHT_DECAY = ("bias", "gamma", "beta")
 
 
+class _FusedUpdate:
+    """Keras' Adam update of a float32 variable as one `ResourceApplyAdam` op instead of about 39 (two
+    `pow`s, casts, and the moment and variable updates each written out), the same formula: m and v
+    move by (1 - beta) of the gap to the gradient and its square, and the variable by
+    lr * sqrt(1 - beta_2^t) / (1 - beta_1^t) * m / (sqrt(v) + epsilon). The moments are Keras' own slot
+    variables, so checkpoints are those of `keras.optimizers.Adam` / `AdamW` (AdamW's decoupled weight
+    decay is applied by Keras before this update, as before). Another dtype or `amsgrad` keeps Keras'
+    update. A step traces about a third fewer ops, and runs one kernel per variable."""
+
+    def update_step(self, gradient, variable, learning_rate):
+        if self.amsgrad or keras.backend.standardize_dtype(variable.dtype) != "float32":
+            return super().update_step(gradient, variable, learning_rate)
+        index = self._get_variable_index(variable)
+        m, v = self._momentums[index], self._velocities[index]
+        step = tf.cast(self.iterations + 1, tf.float32)
+        beta_1 = tf.constant(self.beta_1, tf.float32)
+        beta_2 = tf.constant(self.beta_2, tf.float32)
+        tf.raw_ops.ResourceApplyAdam(
+            var=_handle(variable), m=_handle(m), v=_handle(v), beta1_power=tf.pow(beta_1, step),
+            beta2_power=tf.pow(beta_2, step), lr=tf.cast(learning_rate, tf.float32), beta1=beta_1, beta2=beta_2,
+            epsilon=tf.constant(self.epsilon, tf.float32), grad=tf.cast(gradient, tf.float32))
+
+
+def _handle(variable) -> tf.Tensor:
+    """The resource handle of a Keras variable or of the tf.Variable (or replica component) behind one."""
+    return getattr(variable, "_value", variable).handle
+
+
+@keras.saving.register_keras_serializable(package="common")
+class Adam(_FusedUpdate, keras.optimizers.Adam):
+    """`keras.optimizers.Adam` with a fused update (`_FusedUpdate`)."""
+
+
+@keras.saving.register_keras_serializable(package="common")
+class AdamW(_FusedUpdate, keras.optimizers.AdamW):
+    """`keras.optimizers.AdamW` with a fused update (`_FusedUpdate`)."""
+
+
 def make_optimizer(config, total_steps: int) -> keras.optimizers.Optimizer:
     """The optimizer of every method, from its `OptimizerSection`.
 
@@ -74,7 +112,7 @@ def make_optimizer(config, total_steps: int) -> keras.optimizers.Optimizer:
     schedule = WarmupPolynomialDecay(config.train_lr, total_steps, config.warmup_steps(total_steps), config.end_lr,
                                      decay_from_start=config.lr_decay_from == "start")
     if not config.weight_decay:
-        return keras.optimizers.Adam(learning_rate=schedule)
-    optimizer = keras.optimizers.AdamW(learning_rate=schedule, weight_decay=config.weight_decay)
+        return Adam(learning_rate=schedule)
+    optimizer = AdamW(learning_rate=schedule, weight_decay=config.weight_decay)
     optimizer.exclude_from_weight_decay(var_names=list(NO_WEIGHT_DECAY))
     return optimizer
