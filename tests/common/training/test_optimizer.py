@@ -47,3 +47,19 @@ def test_a_schedule_and_amsgrad_still_work():
                              (Adam(1e-2, amsgrad=True), keras.optimizers.Adam(1e-2, amsgrad=True))):
         for g, e in zip(_steps(fused), _steps(reference)):
             np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-7)
+
+
+def test_a_gathered_tables_gradient_takes_adams_step_on_the_rows_summed_gradient():
+    """Rows gathered several times: the step equals the one on the dense (summed) gradient, which
+    Keras' own sparse path does not give (tests/common/training/test_sparse_gradients.py)."""
+    steps = []
+    for densify in (False, True):
+        table = keras.Variable(np.ones((4, 2), np.float32))
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.gather(table, [1, 1, 1, 2]) * tf.constant([[1.0, 2.0]] * 3 + [[3.0, -1.0]]))
+        grads = tape.gradient(loss, [table.value])
+        assert isinstance(grads[0], tf.IndexedSlices)
+        Adam(0.1).apply([tf.convert_to_tensor(grads[0])] if densify else grads, [table])
+        steps.append(table.numpy())
+    np.testing.assert_allclose(steps[0], steps[1], atol=1e-7)
+    assert not np.allclose(steps[0][1], 1.0)
