@@ -101,7 +101,7 @@ def test_an_old_spec_spelling_still_works_with_one_notice_and_is_recorded_by_its
                  f"--artifacts_dir={tmp_path / 'artifacts'}", "--max_seq_len=32"], cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
     (notice,) = [line for line in proc.stderr.splitlines() if "is now spelled" in line]
-    assert notice.endswith("--model=tiny is now spelled random_tiny (a freshly initialised 2-layer test BERT with "
+    assert notice.endswith("--model=tiny is now spelled random_tiny (a freshly initialised 1-layer test BERT with "
                            "the MiniLM vocabulary, no pretraining); the old name still works.")
     assert json.load(open(tmp_path / "artifacts" / "test" / "sts_random_tiny.json"))["model"] == "random_tiny"
 

@@ -9,8 +9,9 @@ from absl import logging
 
 from common.models.hub_backbone import TFHUB_HANDLES
 
-# Architecture of the "random_tiny" test encoder.
-TINY_BERT = dict(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_position_embeddings=512)
+# Architecture of the "random_tiny" test encoder: one layer, as a test of the training, publishing and export
+# paths needs (each layer is the same code); the format tests that read layers in order use two.
+TINY_BERT = dict(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, max_position_embeddings=512)
 # Google's small BERTs (Turc et al., 2019; TF Hub small_bert/bert_en_uncased_L-*_H-*_A-*) and BERT-base:
 # (layers, hidden size, attention heads); the feed-forward width is 4 x hidden.
 FRESH_BERTS = {"random_bert_tiny": (2, 128, 2), "random_bert_mini": (4, 256, 4), "random_bert_small": (4, 512, 8),
@@ -47,7 +48,7 @@ SPEC_ALIASES = {"small": "tfhub_bert_small", "base": "tfhub_bert_base", "tiny": 
 SPEC_DESCRIPTIONS = {
     "tfhub_bert_small": "the pretrained TF Hub small BERT L-2/H-128 of the original PAUSE code",
     "tfhub_bert_base": "the pretrained TF Hub BERT-base L-12/H-768 of the original PAUSE code",
-    "random_tiny": "a freshly initialised 2-layer test BERT with the MiniLM vocabulary, no pretraining",
+    "random_tiny": "a freshly initialised 1-layer test BERT with the MiniLM vocabulary, no pretraining",
     **{name: f"a freshly initialised BERT-{name.rsplit('_', 1)[1]}, no pretraining" for name in FRESH_BERTS},
 }
 assert set(SPEC_DESCRIPTIONS) >= set(TFHUB_HANDLES)

@@ -80,7 +80,7 @@ def _padding_share(lengths, order, batch_size):
 def test_sts_b_test_embeddings_do_not_depend_on_the_sort(data_path):
     """Sorted by tokens or by characters, an encoder gives the same STS-B test embeddings (1e-6)
     and the same Spearman; sorting by tokens pads far less. Padding is masked whatever the
-    weights, so a random 2-layer BERT with MiniLM's vocabulary, untruncated, shows it (MiniLM's
+    weights, so a random 1-layer BERT with MiniLM's vocabulary, untruncated, shows it (MiniLM's
     own scores, sorted by tokens, are checked against the published ones in test_sts.py)."""
     from common.data.sts import load_stsb
     from common.evaluation.sts import pairs_spearman

@@ -114,7 +114,7 @@ def test_without_a_length_an_encoder_truncates_at_the_models_own_maximum(tmp_pat
     # A TF-Hub-format BERT whose position table is not named so: a length must be given.
     from common.models import hub_backbone
 
-    backbone = BertBackbone(BertConfig(vocab_size=30522, **TINY_BERT))
+    backbone = BertBackbone(BertConfig(vocab_size=30522, **{**TINY_BERT, "num_layers": 2}))  # layers read in order
     randomize_weights(backbone, 0)
     unnamed = write_tfhub_bert(str(tmp_path / "unnamed"), backbone, vocab)
     init = hub_backbone.HubBertBackbone.__init__

@@ -21,7 +21,7 @@ from common.models.encoder import MERGES_ASSET, VOCABULARY_ASSET
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SENTENCES = ["Who was Galileo ?", "How far is it from Denver to Aspen ?", "", "Crème brûlée, isn't it?"]
-# The tiny random BERT of the tests (2 layers, hidden 32), short sentences.
+# The tiny random BERT of the tests (1 layer, hidden 32), short sentences.
 TINY = dict(max_seq_len=32)
 
 
@@ -271,7 +271,7 @@ def test_a_tf_hub_bert_stays_float32_under_a_mixed_policy(global_policy, tmp_pat
     from common.models.sources.names import TINY_BERT, minilm_dir
     from fixtures import write_tfhub_bert
 
-    backbone = BertBackbone(BertConfig(vocab_size=30522, **TINY_BERT))
+    backbone = BertBackbone(BertConfig(vocab_size=30522, **{**TINY_BERT, "num_layers": 2}))  # layers read in order
     randomize_weights(backbone, 0)
     hub = write_tfhub_bert(str(tmp_path / "hub"), backbone, os.path.join(minilm_dir(), "vocab.txt"))
     global_policy("mixed_bfloat16")
