@@ -184,7 +184,7 @@ def test_export_refuses_to_overwrite(tiny_encoder, tmp_path):
 
 def _tiny_backbone(seed):
     vocab_size = sum(1 for _ in open(os.path.join(minilm_dir(), "vocab.txt"), encoding="utf-8"))
-    backbone = BertBackbone(BertConfig(vocab_size=vocab_size, **{**TINY_BERT, "num_layers": 2}))  # layers read in order
+    backbone = BertBackbone(BertConfig(vocab_size=vocab_size, **TINY_BERT))
     randomize_weights(backbone, seed)
     return backbone
 

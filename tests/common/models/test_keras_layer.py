@@ -83,7 +83,9 @@ def test_fit_trains_every_encoder_weight_with_dropout_and_trainable_false_freeze
     gradients = tape.gradient(loss, encoder.trainable_weights)
     # BERT's pooler is frozen when it does not pool (it would get no gradient); every other weight learns.
     learnable = [w.path for w in encoder.weights if w.dtype == "float32" and "pooled_dense" not in w.path]
-    assert [w.path for w in encoder.trainable_weights] == learnable and len(learnable) > 30
+    # Every layer's 16 weights at least.
+    assert [w.path for w in encoder.trainable_weights] == learnable
+    assert len(learnable) >= 16 * len(encoder.backbone.transformer_layers)
     assert all(g is not None for g in gradients), [w.path for w, g in zip(encoder.trainable_weights, gradients)
                                                    if g is None]
     before = encoder(_strings()).numpy()
