@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from typing import Any, Tuple, TypeVar
 
 import tensorflow as tf
 from absl import logging
 
 from common.artifacts import join
+from common.errors import UserError
 from common.models.encoder_config import USAGE_FIELDS, EncoderConfig
 from common.models.pooling import PADDED_MEAN
 
@@ -57,6 +59,17 @@ def start_config(path: str, config: EncoderConfig) -> EncoderConfig:
     return dataclasses.replace(saved, **usage, **model)
 
 
+def _check_layer_count(encoder: Encoder, names, path: str) -> None:
+    """Refuses a run whose weights hold more transformer layers than the encoder its config builds (the
+    read below would leave the extra layers out without a word): the spec it started from has changed."""
+    built = getattr(getattr(encoder, "backbone", None), "transformer_layers", None)
+    saved = {int(m.group(1)) for m in (re.match(r"backbone/transformer_layer_(\d+)/", n) for n in names) if m}
+    if built is not None and saved and max(saved) + 1 > len(built):
+        raise UserError(f"{path}: its weights hold {max(saved) + 1} transformer layers, but "
+                        f"--model={encoder.encoder_config.spec} (what it started from) builds {len(built)} now; "
+                        "that spec has changed since the run was trained: train it again.")
+
+
 def restore(encoder: Encoder, path: str) -> Encoder:
     """`encoder` (built from `start_config`) with the trained weights of the run at `path`.
 
@@ -67,9 +80,11 @@ def restore(encoder: Encoder, path: str) -> Encoder:
         raise FileNotFoundError(f"{path}/{WEIGHTS_SUBDIR}: no weights checkpoint; "
                                 "expected a model trained by train.py.")
     names = [name for name, _ in tf.train.list_variables(prefix)]
-    layers = tf.train.Checkpoint(encoder=encoder)
+    layers, scope = tf.train.Checkpoint(encoder=encoder), "model/encoder/"
     if not any(n.startswith("model/encoder/") for n in names) and any(n.startswith("model/bi_encoder/") for n in names):
-        layers = tf.train.Checkpoint(bi_encoder=layers)  # a Trans-Encoder run: its bi-encoder beside the cross
+        # A Trans-Encoder run: its bi-encoder beside the cross-encoder.
+        layers, scope = tf.train.Checkpoint(bi_encoder=layers), "model/bi_encoder/encoder/"
+    _check_layer_count(encoder, [n[len(scope):] for n in names if n.startswith(scope)], path)
     status = tf.train.Checkpoint(model=layers).read(prefix).expect_partial()
     status.assert_existing_objects_matched()
     logging.info("Loaded the encoder of %s (%s).", path, prefix)

@@ -206,3 +206,25 @@ def test_an_unknown_model_names_the_new_specs():
                                          r"'tfhub_bert_small'.*'tfhub_bert_base'.*fresh, random \(no pretraining\): "
                                          r"'random_bert_tiny'.*'random_bert_base'.*'random_tiny'"):
         resolve_model("bert-large")
+
+
+def test_a_run_with_more_layers_than_its_spec_builds_now_is_refused(tmp_path, monkeypatch):
+    """A run trained when its spec built more layers (random_tiny had two) is refused, not read without them."""
+    import dataclasses
+
+    from common.errors import UserError
+    from common.loading.resolve import resolve_encoder
+    from common.models import EncoderConfig, build_encoder
+    from common.models.sources.names import TINY_BERT
+    from common.training.publishing import write_weights
+
+    with monkeypatch.context() as patch:
+        patch.setitem(TINY_BERT, "num_layers", TINY_BERT["num_layers"] + 1)
+        deeper = build_encoder(EncoderConfig(spec="random_tiny", max_seq_len=16))
+    old = str(tmp_path / "old-run")
+    write_weights(tf.train.Checkpoint(model=tf.train.Checkpoint(encoder=deeper)), old)
+    artifacts.write_json(os.path.join(old, "config.json"), {"encoder": dataclasses.asdict(deeper.encoder_config)})
+    layers = TINY_BERT["num_layers"]
+    with pytest.raises(UserError, match=rf"hold {layers + 1} transformer layers, but --model=random_tiny .* "
+                                        rf"builds {layers} now; .* train it again"):
+        resolve_encoder(old)
