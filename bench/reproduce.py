@@ -1041,15 +1041,26 @@ def plot(scores: Dict[str, Any], runs_root: str, out_dir: str, percentages: List
               ("pause 5% seed 0", "train/loss", "PAUSE 5 % loss"),
               ("supervised 5% seed 0", "train/loss", "supervised-only 5 % loss"),
               ("declutr contrastive + MLM seed 0", "train/loss", "DeCLUTR contrastive + MLM loss")]
-    panels = []
-    for run, tag, label in curves:
-        run = scores.get(run, {}).get("run", run)  # a row trained under another name (a learning-rate sweep)
-        run_root = os.path.join(runs_root, "runs", run)
-        if os.path.isdir(run_root):
-            steps, values = _scalars(run_root, tag)
-            if steps:
-                panels.append((label, steps, values))
-    if panels:
+    panels, absent = [], []
+    recorded_as = {tag: name for name, tag in CURVE_TAGS.items()}
+    for row, tag, label in curves:
+        entry = scores.get(row, {})
+        run_root = os.path.join(runs_root, "runs", entry.get("run", row))  # a row trained under another name
+        steps, values = _scalars(run_root, tag) if os.path.isdir(run_root) else ([], [])
+        if not steps and (entry.get("curves") or {}).get(recorded_as.get(tag)):
+            # Its event files are on the machine that trained it; its record keeps this curve.
+            steps, values = (list(x) for x in zip(*entry["curves"][recorded_as[tag]]))
+        if steps:
+            panels.append((label, steps, values))
+        elif entry:
+            absent.append(label)
+    path = os.path.join(out_dir, "training_curves.png")
+    if absent and os.path.exists(path):
+        # A row this machine cannot draw (its event files are elsewhere and its record keeps no such curve):
+        # the figure drawn where they were stays, rather than one that silently lacks its panel.
+        logging.warning("Kept %s: the curves of %s are not here to redraw it.", path, ", ".join(absent))
+        written.append(path)
+    elif panels:
         cols = 3
         rows = (len(panels) + cols - 1) // cols
         fig = new_figure((4 * cols, 3 * rows), dpi=100)
@@ -1061,7 +1072,6 @@ def plot(scores: Dict[str, Any], runs_root: str, out_dir: str, percentages: List
         for ax in list(axes.flat)[len(panels):]:
             ax.axis("off")
         fig.tight_layout()
-        path = os.path.join(out_dir, "training_curves.png")
         write_png(fig, path)
         written.append(path)
     return written

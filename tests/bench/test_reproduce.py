@@ -401,3 +401,23 @@ def test_simcse_and_declutr_rows_show_whether_their_budget_let_the_dev_curve_pea
     assert ("| declutr contrastive + MLM | 3 | 1000, 1000, 1000 | 60.00 ± 1.00 | 60.00 ± 1.00 | "
             "still rising; still rising; still rising |") in page
     assert (tmp_path / "page" / "dev_curves.png").exists() and "![dev_curves.png](dev_curves.png)" in page
+
+
+def test_a_page_rewritten_without_a_rows_event_files_draws_its_recorded_curves_or_keeps_the_figure(tmp_path):
+    from bench import reproduce
+
+    out = tmp_path / "page"
+    out.mkdir()
+    # Trained on another machine: no event files here, the record keeps its loss curve.
+    scores = {"pause 5% seed 0": {"sts_avg": 55.0, "curves": {"loss": [[25, 1.2], [50, 0.9], [75, 0.7]]}}}
+    assert reproduce.plot(scores, str(tmp_path / "artifacts"), str(out), ["5"]) == [str(out / "training_curves.png")]
+    drawn = (out / "training_curves.png").read_bytes()
+    # A row with neither event files nor a recorded curve: the figure drawn where they were stays as it is.
+    (out / "training_curves.png").write_bytes(b"drawn where the event files were")
+    scores["simcse unsup seed 0"] = {"sts_avg": 57.0}
+    assert str(out / "training_curves.png") in reproduce.plot(scores, str(tmp_path / "artifacts"), str(out), ["5"])
+    assert (out / "training_curves.png").read_bytes() == b"drawn where the event files were"
+    # Without an earlier figure, the panels it can draw are drawn.
+    (out / "training_curves.png").unlink()
+    reproduce.plot(scores, str(tmp_path / "artifacts"), str(out), ["5"])
+    assert (out / "training_curves.png").read_bytes()[:8] == drawn[:8] == b"\x89PNG\r\n\x1a\n"
