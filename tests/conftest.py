@@ -21,6 +21,17 @@ def pytest_configure(config):
     tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
 
 
+@pytest.fixture
+def grappler():
+    """Grappler back on for one test: for a test of what its rewrite gives (the fused kernels)."""
+    import tensorflow as tf
+
+    before = tf.config.optimizer.get_experimental_options()
+    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": False})
+    yield
+    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": before.get("disable_meta_optimizer", False)})
+
+
 @pytest.fixture(scope="session")
 def data_path() -> str:
     """The shared data root; a missing one fails the test (CI must not skip)."""
