@@ -184,9 +184,9 @@ def test_every_dense_product_of_a_layer_is_one_fused_kernel(precision):
         assert not [op for op, _ in ops if op in ("Erf", "Erfc")]
 
 
-def test_fused_bf16_feed_forward_rounds_once_from_float32(grappler):
+def test_fused_bf16_feed_forward_rounds_once_from_float32():
     """In bf16, the fused kernel adds the bias and applies the GELU to the float32 accumulator and
-    rounds once; the same ops unfused (eagerly) round after every step. Grappler's remapper fuses them."""
+    rounds once; the same ops unfused (eagerly) round after every step."""
     import scipy.special
 
     from common.models.bert_layer import _dense_2d
