@@ -1047,10 +1047,10 @@ def plot(scores: Dict[str, Any], runs_root: str, out_dir: str, percentages: List
         entry = scores.get(row, {})
         run_root = os.path.join(runs_root, "runs", entry.get("run", row))  # a row trained under another name
         steps, values = _scalars(run_root, tag) if os.path.isdir(run_root) else ([], [])
-        if not steps and (entry.get("curves") or {}).get(recorded_as.get(tag)):
-            # Its event files are on the machine that trained it; its record keeps this curve.
-            steps, values = (list(x) for x in zip(*entry["curves"][recorded_as[tag]]))
-        if steps:
+        recorded = None if len(steps) else _curve(entry, recorded_as.get(tag))
+        if recorded is not None:  # its event files are on the machine that trained it; its record keeps the curve
+            steps, values = recorded
+        if len(steps):
             panels.append((label, steps, values))
         elif entry:
             absent.append(label)
