@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -21,8 +22,11 @@ def replica_checks(cases: list) -> list:
     optional `settings` and `phase` (as `replica_check`): one process, so TensorFlow starts
     once. Returns their measurements in order; a check that raised gives {"error": traceback}
     (`assert_replicas_agree` fails on it) and the others still run."""
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "replica_check.py"), json.dumps(cases)],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT}, timeout=1800)
+    # Its temporary files (smoke data, autograph's generated modules) go to a folder removed after it.
+    with tempfile.TemporaryDirectory(prefix="replica-checks-") as scratch:
+        proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "replica_check.py"), json.dumps(cases)],
+                              capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT, "TMPDIR": scratch},
+                              timeout=1800)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = [json.loads(line) for line in proc.stdout.strip().splitlines() if line.startswith("{")]
     assert len(results) == len(cases), (proc.stdout[-3000:], proc.stderr[-3000:])

@@ -84,30 +84,31 @@ def one_step(model, dataset):
 def main(name, extra, phase=None):
     method = registry.get(name)
     build_model, make_data = method.phase_models[phase] if phase else (method.build_model, method.make_data)
-    workdir = tempfile.mkdtemp(prefix=f"replica-{name}-")
-    settings = {**method.smoke(workdir), "dropout": 0.0, "train_epochs": 1, "train_steps_per_epoch": 4, **extra}
-    config = registry.build_config(name, settings)
-    if method.resolve is not None:
-        config = method.resolve(config)
-    single = build(build_model, config, tf.distribute.get_strategy())
-    initial = single.get_weights()
-    make_dataset, _ = make_data(config, single)
-    batch = next(iter(make_dataset(0)))
-    grads1, (loss1,), weights1 = one_step(single, tf.data.Dataset.from_tensors(batch))
+    # The smoke data lives only as long as this check needs it.
+    with tempfile.TemporaryDirectory(prefix=f"replica-{name}-") as workdir:
+        settings = {**method.smoke(workdir), "dropout": 0.0, "train_epochs": 1, "train_steps_per_epoch": 4, **extra}
+        config = registry.build_config(name, settings)
+        if method.resolve is not None:
+            config = method.resolve(config)
+        single = build(build_model, config, tf.distribute.get_strategy())
+        initial = single.get_weights()
+        make_dataset, _ = make_data(config, single)
+        batch = next(iter(make_dataset(0)))
+        grads1, (loss1,), weights1 = one_step(single, tf.data.Dataset.from_tensors(batch))
 
-    mirrored = mirrored_strategy()
-    multi = build(build_model, config, mirrored, initial)
-    grads2, losses2, weights2 = one_step(
-        multi, mirrored.experimental_distribute_dataset(tf.data.Dataset.from_tensors(batch)))
-    grad_diff = max(float(np.abs(a - b).max()) for a, b in zip(grads1, grads2))
-    grad_scale = max(float(np.abs(a).max()) for a in grads1)
-    weight_diff = max(float(np.abs(a - b).max()) for a, b in zip(weights1, weights2))
-    moved = max(float(np.abs(a - b).max()) for a, b in zip(weights1, initial))
-    print(json.dumps({"method": name, "phase": phase, "replicas": mirrored.num_replicas_in_sync, "loss": loss1,
-                      "replica_losses": losses2, "loss_diff": max(abs(loss1 - x) for x in losses2),
-                      "grad_diff": grad_diff, "grad_scale": grad_scale, "weight_diff": weight_diff,
-                      "weights_moved": moved}))
-    sys.stdout.flush()
+        mirrored = mirrored_strategy()
+        multi = build(build_model, config, mirrored, initial)
+        grads2, losses2, weights2 = one_step(
+            multi, mirrored.experimental_distribute_dataset(tf.data.Dataset.from_tensors(batch)))
+        grad_diff = max(float(np.abs(a - b).max()) for a, b in zip(grads1, grads2))
+        grad_scale = max(float(np.abs(a).max()) for a in grads1)
+        weight_diff = max(float(np.abs(a - b).max()) for a, b in zip(weights1, weights2))
+        moved = max(float(np.abs(a - b).max()) for a, b in zip(weights1, initial))
+        print(json.dumps({"method": name, "phase": phase, "replicas": mirrored.num_replicas_in_sync, "loss": loss1,
+                          "replica_losses": losses2, "loss_diff": max(abs(loss1 - x) for x in losses2),
+                          "grad_diff": grad_diff, "grad_scale": grad_scale, "weight_diff": weight_diff,
+                          "weights_moved": moved}))
+        sys.stdout.flush()
 
 
 def main_cases(cases):
