@@ -130,17 +130,15 @@ def export_cross_encoder(models, path: str) -> None:
     root.tokenizer_tables = [t for m in models for t in _tokenizer_tables(m)]
     spec = [tf.TensorSpec([None], tf.string, name=name) for name in CROSS_INPUTS]
 
-    def score(sentence1, sentence2):
+    @tf.function(input_signature=spec)
+    def call(sentence1, sentence2):
         inputs = {"sentence1": sentence1, "sentence2": sentence2}
         return tf.add_n([m(inputs, training=False)["score"] for m in models]) / len(models)  # [B]
 
+    # The signature calls the trace above rather than tracing the models again.
     @tf.function(input_signature=spec)
     def serve(sentence1, sentence2):
-        return {CROSS_OUTPUT: score(sentence1, sentence2)}
-
-    @tf.function(input_signature=spec)
-    def call(sentence1, sentence2):
-        return score(sentence1, sentence2)
+        return {CROSS_OUTPUT: call(sentence1, sentence2)}
 
     @tf.function(input_signature=spec)
     def token_counts(sentence1, sentence2):

@@ -81,7 +81,11 @@ def test_cross_encoder_savedmodel_equals_the_model_without_project_code(config, 
     first, second = ["a man runs .", "the cat sleeps", ""], ["a person is running .", "stocks fell", "x"]
     expected = model({"sentence1": tf.constant(first), "sentence2": tf.constant(second)})["score"].numpy()
     path = str(tmp_path / "cross")
+    traces, call = [], model.call
+    model.call = lambda *args, **kwargs: traces.append(1) or call(*args, **kwargs)
     export_cross_encoder([model], path)
+    del model.call
+    assert len(traces) == 1  # the signature calls the traced __call__, not a second trace of the model
     proc = subprocess.run([sys.executable, "-c", LOADER, path, json.dumps(first), json.dumps(second)],
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ""}, cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
