@@ -155,6 +155,23 @@ def run_curves(run_root: str, tags: Dict[str, str] = None) -> Dict[str, List[Lis
     return found
 
 
+def phase_curves(run_root: str, tag: str = CURVE_TAGS["stsb_dev"]) -> Dict[str, List[List[float]]]:
+    """{phase: [[step within the phase, value], ...]} of a phased run's `tag` (a Trans-Encoder run's STS-B dev
+    within each phase), from its event files: every piece of a resumed run, a step logged again taking its later
+    value. Empty without event files here (a run trained on another machine)."""
+    import glob
+
+    from common.training.curves import read_scalars
+
+    found: Dict[str, Dict[int, float]] = {}
+    for log_dir in sorted(glob.glob(os.path.join(run_root, "log", "*"))):
+        for phase, tags in read_scalars(log_dir).items():
+            if phase and tag in tags:
+                found.setdefault(phase, {}).update(zip(tags[tag].steps, tags[tag].values))
+    return {phase: [[int(s), round(float(v), 5)] for s, v in sorted(points.items())]
+            for phase, points in found.items()}
+
+
 class Ladder:
     """Runs (cached in their own artifacts roots) and their scores (cached in scores.json).
 
@@ -380,6 +397,23 @@ class Ladder:
             {k: p.get(k) for k in ("phase", "cycle", "kind", "member", "label_mean", "label_std",
                                    "stsb_dev_spearman")} for p in phases]
         self._save(name)
+        self.record_phase_curves(name)
+
+    def record_phase_curves(self, name: str) -> bool:
+        """Adds each phase's STS-B dev curve (`phase_curves`, as `stsb_dev_curve`) to the phase records of the
+        Trans-Encoder row `name`, read from its run's event files when they are here and a record lacks it, so a
+        page rewritten elsewhere still shows them. Returns whether it added them."""
+        entry = self.scores.get(name) or {}
+        phases = entry.get("phases") or []
+        if not phases or all(p.get("stsb_dev_curve") for p in phases):
+            return False
+        curves = phase_curves(os.path.join(self.root, "runs", entry.get("run", name)))
+        if not all(curves.get(p["phase"]) for p in phases):
+            return False
+        for p in phases:
+            p["stsb_dev_curve"] = curves[p["phase"]]
+        self._save(name)
+        return True
 
     def _invocation(self, now: float) -> Dict[str, Any]:
         """This invocation's record so far: its interval, the highest load seen, the CPU others used."""
@@ -624,6 +658,9 @@ def main(argv):
             ladder.score_cross(f"trans_encoder cross seed {seed}", te)
     if FLAGS.probe_steps:
         probe_missing_rows(ladder, raw, lr, seeds, dict(simcse_settings["sup"], train_lr=lr))
+    # Trans-Encoder rows recorded without their phases' curves (by an earlier version) get them where the runs are.
+    for name in [n for n in ladder.scores if n.startswith("trans_encoder seed ")]:
+        ladder.record_phase_curves(name)
     results = write_results(ladder.scores, FLAGS.artifacts_dir, FLAGS.results_dir, pages.command("bench.reproduce"))
     print(results)
     print(f"wall time this invocation: {time.time() - began:.0f} s")
@@ -1191,17 +1228,70 @@ def selected_curve_table(scores: Dict[str, Any]) -> List[str]:
     return lines
 
 
+def te_phase_rows(scores: Dict[str, Any]) -> Dict[str, List[List[List[float]]]]:
+    """{phase (e.g. "cycle1_cross_a"): its STS-B dev curve in each Trans-Encoder seed that recorded one}, the
+    phases in the order they ran."""
+    rows: Dict[str, List[List[List[float]]]] = {}
+    for name, entry in sorted(scores.items()):
+        if isinstance(entry, dict) and name.startswith("trans_encoder seed "):
+            for p in entry.get("phases") or []:
+                if p.get("stsb_dev_curve"):
+                    rows.setdefault(p["phase"], []).append(p["stsb_dev_curve"])
+    return rows
+
+
+def te_phase_table(scores: Dict[str, Any]) -> List[str]:
+    """Per Trans-Encoder phase: its seeds' best steps within the phase, STS-B dev at the best and at the phase's
+    last evaluation, and each seed's curve shape (`curve_shape`): whether the phase's budget let it peak."""
+    rows = te_phase_rows(scores)
+    if not rows:
+        return []
+    lines = ["| phase | seeds | best steps | STS-B dev at best | at the phase's end | curve, per seed |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for phase, curves in rows.items():
+        points = [(np.asarray([p[0] for p in c]), np.asarray([p[1] for p in c])) for c in curves]
+        lines.append(f"| {phase} | {len(points)} | {', '.join(str(int(t[int(np.argmax(v))])) for t, v in points)} | "
+                     f"{_mean_std([float(np.max(v)) for _, v in points])} | "
+                     f"{_mean_std([float(v[-1]) for _, v in points])} | "
+                     f"{'; '.join(curve_shape(t, v) for t, v in points)} |")
+    return lines
+
+
+def _plot_te_phases(ax, rows: Dict[str, List[List[List[float]]]]) -> None:
+    """Each Trans-Encoder phase's STS-B dev curves (seeds thin, their mean thick) end to end, phases apart."""
+    offset, labelled = 0, set()
+    for phase, curves in rows.items():
+        kind = "cross" if "_cross_" in phase else "bi"
+        colour = "C0" if kind == "cross" else "C1"
+        for c in curves:
+            ax.plot([offset + p[0] for p in c], [p[1] for p in c], color=colour, alpha=0.3, linewidth=0.8)
+        common = min(len(c) for c in curves)
+        ax.plot([offset + p[0] for p in curves[0][:common]], np.mean([[p[1] for p in c[:common]] for c in curves],
+                                                                   axis=0),
+                color=colour, marker=".", label=None if kind in labelled else f"{kind}-encoder phases")
+        labelled.add(kind)
+        offset += max(c[-1][0] for c in curves)
+        ax.axvline(offset, color="0.8", linewidth=0.6)
+    ax.set_title("Trans-Encoder: STS-B dev within each phase", fontsize=9)
+    ax.set_xlabel("step (phases end to end)", fontsize=8)
+    ax.legend(fontsize=6)
+
+
 def plot_selected_curves(scores: Dict[str, Any], out_dir: str):
     """dev_curves.png: STS-B dev over training of each SimCSE and DeCLUTR row (each seed thin, their mean thick),
-    one panel per family; None without curves."""
+    one panel per family, and of each Trans-Encoder phase (`te_phase_rows`); None without curves."""
     from common.figures import new_figure, write_png
 
     rows = selected_curve_rows(scores)
     families = [f for f in SELECTED_FAMILIES if any(name.startswith(f) for name in rows)]
-    if not families:
+    te_rows = te_phase_rows(scores)
+    if not families and not te_rows:
         return None
-    fig = new_figure((4.5 * len(families), 3.4), dpi=100)
-    axes = fig.subplots(1, len(families), squeeze=False)[0]
+    panels = len(families) + bool(te_rows)
+    fig = new_figure((4.5 * panels, 3.4), dpi=100)
+    axes = fig.subplots(1, panels, squeeze=False)[0]
+    if te_rows:
+        _plot_te_phases(axes[-1], te_rows)
     for ax, family in zip(axes, families):
         for k, (name, entries) in enumerate((n, e) for n, e in rows.items() if n.startswith(family)):
             curves = [_curve(e, "stsb_dev") for e in entries]
@@ -1360,6 +1450,14 @@ def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, comm
                   "peaked before its last evaluation, or flattened there, had budget enough; one still rising "
                   f"(its last evaluation its best, by more than {STILL_RISING} points) needs more steps. "
                   "`dev_curves.png` below draws them.", "", *selected, ""]
+    te_phases = te_phase_table(scores)
+    if te_phases:
+        lines += ["## Trans-Encoder within each phase", "",
+                  f"Each phase of a Trans-Encoder row (a cycle's cross-encoder, then its bi-encoder) evaluates its "
+                  f"model on STS-B dev every {FLAGS.te_eval_every} steps and at its end, and keeps its best weights "
+                  "(`--best_in_phase`); the row publishes its best cycle. A phase whose curve peaked or flattened "
+                  "had budget enough; one still rising needs more steps. `dev_curves.png` below draws them.", "",
+                  *te_phases, ""]
     lines += not_run_lines(scores, {"pause": FLAGS.pause_steps, "supervised": FLAGS.pause_steps,
                                     "simcse unsup": FLAGS.simcse_steps, "simcse sup": FLAGS.simcse_steps,
                                     "declutr": FLAGS.declutr_steps, "trans_encoder": FLAGS.te_steps})

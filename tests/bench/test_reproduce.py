@@ -421,3 +421,55 @@ def test_a_page_rewritten_without_a_rows_event_files_draws_its_recorded_curves_o
     (out / "training_curves.png").unlink()
     reproduce.plot(scores, str(tmp_path / "artifacts"), str(out), ["5"])
     assert (out / "training_curves.png").read_bytes()[:8] == drawn[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _log_dev(log_dir, points):
+    import tensorflow as tf
+
+    writer = tf.summary.create_file_writer(str(log_dir))
+    with writer.as_default():
+        for step, value in points:
+            tf.summary.scalar("eval/stsb_dev_spearman", value, step=step)
+    writer.close()
+
+
+def test_a_trans_encoder_row_records_each_phases_dev_curve_from_its_event_files(tmp_path):
+    from bench.reproduce import Ladder
+
+    run = tmp_path / "runs" / "trans_encoder 1 cycles of 300 steps seed 0"
+    _log_dev(run / "log" / "a" / "cycle1_cross_a", [(100, 70.0), (200, 72.0), (300, 71.0)])
+    _log_dev(run / "log" / "a" / "cycle1_bi_a", [(100, 60.0), (200, 61.0)])
+    # The resumed piece of the run logs the bi phase's step 200 again, then its end.
+    _log_dev(run / "log" / "b" / "cycle1_bi_a", [(200, 61.5), (300, 61.6)])
+    phases = [{"phase": "cycle1_cross_a", "cycle": 1, "kind": "cross"},
+              {"phase": "cycle1_bi_a", "cycle": 1, "kind": "bi"}]
+    ladder = Ladder(str(tmp_path), str(tmp_path))
+    ladder.scores["trans_encoder seed 0"] = {"run": run.name, "phases": phases}
+    assert ladder.record_phase_curves("trans_encoder seed 0")
+    saved = json.load(open(tmp_path / "scores.json"))["trans_encoder seed 0"]["phases"]
+    assert [p["stsb_dev_curve"] for p in saved] == [[[100, 70.0], [200, 72.0], [300, 71.0]],
+                                                    [[100, 60.0], [200, 61.5], [300, 61.6]]]
+    assert not ladder.record_phase_curves("trans_encoder seed 0")  # recorded once
+    # A row trained on another machine (no event files here) keeps its records as they are.
+    ladder.scores["trans_encoder seed 1"] = {"run": "elsewhere", "phases": [{"phase": "cycle1_cross_a"}]}
+    assert not ladder.record_phase_curves("trans_encoder seed 1")
+    assert "stsb_dev_curve" not in ladder.scores["trans_encoder seed 1"]["phases"][0]
+
+
+def test_trans_encoder_phases_show_whether_their_budget_let_the_dev_curve_peak(tmp_path):
+    scores = {"raw (mean)": {"sts_avg": 50.0, "stsb_dev": 59.0}}
+    for seed in range(3):
+        cross = [[100, 70.0 + seed], [200, 72.0 + seed], [300, 71.0 + seed]]
+        bi = [[100, 60.0 + seed], [200, 61.0 + seed], [300, 61.2 + seed]]
+        scores[f"trans_encoder seed {seed}"] = {"phases": [
+            {"phase": "cycle1_cross_a", "cycle": 1, "kind": "cross", "label_std": 0.2, "stsb_dev_curve": cross},
+            {"phase": "cycle1_bi_a", "cycle": 1, "kind": "bi", "label_std": 0.2, "stsb_dev_curve": bi}]}
+        scores[f"trans_encoder bi seed {seed}"] = {"sts_avg": 55.0, "stsb_dev": 61.0}
+    _write_page(tmp_path, scores, "5")
+    page = (tmp_path / "page" / "README.md").read_text()
+    assert "## Trans-Encoder within each phase" in page and "every 100 steps" in page
+    assert ("| cycle1_cross_a | 3 | 200, 200, 200 | 73.00 ± 1.00 | 72.00 ± 1.00 | "
+            "peaked at 200; peaked at 200; peaked at 200 |") in page
+    assert "| cycle1_bi_a | 3 | 300, 300, 300 | 62.20 ± 1.00 | 62.20 ± 1.00 | plateau; plateau; plateau |" in page
+    assert page.index("| cycle1_cross_a |") < page.index("| cycle1_bi_a |")  # the order they ran in
+    assert (tmp_path / "page" / "dev_curves.png").exists() and "![dev_curves.png](dev_curves.png)" in page
