@@ -1228,6 +1228,31 @@ def selected_curve_table(scores: Dict[str, Any]) -> List[str]:
     return lines
 
 
+def seed_spread_lines(scores: Dict[str, Any], row: str = "simcse unsup") -> List[str]:
+    """What the spread between a row's seeds (3 or more) means for a user: each seed's STS avg, the range, and
+    what keeping the seed best on STS-B dev (chosen without test labels, as a user can) gave."""
+    seeds = sorted((int(name.rsplit(" seed ", 1)[1]), e) for name, e in scores.items()
+                   if isinstance(e, dict) and name.startswith(row + " seed ") and "sts_avg" in e
+                   and e.get("stsb_dev") is not None)
+    if len(seeds) < 3:
+        return []
+    avg = np.asarray([e["sts_avg"] for _, e in seeds])
+    dev = np.asarray([e["stsb_dev"] for _, e in seeds])
+    chosen = int(np.argmax(dev))
+    rank = 1 + int(np.sum(avg > avg[chosen]))
+    where = "also the best" if rank == 1 else f"number {rank} of {len(seeds)}"
+    return [f"{row} over {len(seeds)} seeds: STS avg " + ", ".join(f"{a:.2f} (seed {s})" for (s, _), a in
+                                                                  zip(seeds, avg))
+            + f"; from {avg.min():.2f} to {avg.max():.2f}, a spread of {avg.max() - avg.min():.2f} points (sd "
+            f"{np.std(avg, ddof=1):.2f}).",
+            "",
+            f"For a user: one run of {row} from this start can land anywhere in that range, so a comparison "
+            "of one seed against one seed of another method can be decided by the seeds. The seed best on STS-B "
+            f"dev (seed {seeds[chosen][0]}, {dev[chosen]:.2f}) is {where} on STS avg ({avg[chosen]:.2f}): "
+            f"training {len(seeds)} seeds and keeping the one best on STS-B dev (or on your own dev pairs) gave "
+            f"{avg[chosen] - avg.mean():+.2f} points over the mean seed here."]
+
+
 def te_phase_rows(scores: Dict[str, Any]) -> Dict[str, List[List[List[float]]]]:
     """{phase (e.g. "cycle1_cross_a"): its STS-B dev curve in each Trans-Encoder seed that recorded one}, the
     phases in the order they ran."""
@@ -1429,6 +1454,9 @@ def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, comm
               report(scores), "",
               "## Claims", "", verdicts.RULES, "", *claim_lines(found, read_parity(), PARITY_PAGE), "",
               PAUSE_PAPER_CLAIM, ""]
+    spread = seed_spread_lines(scores)
+    if spread:
+        lines += ["## The spread between seeds", "", *spread, ""]
     if other_budget:
         lines += ["## PAUSE rows not yet trained at this budget", "",
                   f"Rows that earlier invocations trained at another number of steps; they are left out of the "

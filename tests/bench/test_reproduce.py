@@ -473,3 +473,21 @@ def test_trans_encoder_phases_show_whether_their_budget_let_the_dev_curve_peak(t
     assert "| cycle1_bi_a | 3 | 300, 300, 300 | 62.20 ± 1.00 | 62.20 ± 1.00 | plateau; plateau; plateau |" in page
     assert page.index("| cycle1_cross_a |") < page.index("| cycle1_bi_a |")  # the order they ran in
     assert (tmp_path / "page" / "dev_curves.png").exists() and "![dev_curves.png](dev_curves.png)" in page
+
+
+def test_the_page_says_what_simcse_unsups_spread_between_seeds_means_for_a_user(tmp_path):
+    from bench.reproduce import seed_spread_lines
+
+    scores = {"raw (mean)": {"sts_avg": 50.0, "stsb_dev": 59.0}}
+    for seed, (avg, dev) in enumerate([(56.9, 63.4), (56.8, 64.6), (50.0, 55.6), (57.5, 64.0), (55.0, 62.0)]):
+        scores[f"simcse unsup seed {seed}"] = {"sts_avg": avg, "stsb_dev": dev}
+    spread, _, advice = seed_spread_lines(scores)
+    assert spread == ("simcse unsup over 5 seeds: STS avg 56.90 (seed 0), 56.80 (seed 1), 50.00 (seed 2), "
+                      "57.50 (seed 3), 55.00 (seed 4); from 50.00 to 57.50, a spread of 7.50 points (sd 3.07).")
+    # Seed 1 is best on STS-B dev and third on STS avg; keeping it gives +1.56 over the mean seed (55.24).
+    assert "The seed best on STS-B dev (seed 1, 64.60) is number 3 of 5 on STS avg (56.80)" in advice
+    assert advice.endswith("gave +1.56 points over the mean seed here.")
+    assert seed_spread_lines({k: v for k, v in scores.items() if not k.endswith(("3", "4", "2"))}) == []
+    _write_page(tmp_path, scores, "5")
+    page = (tmp_path / "page" / "README.md").read_text()
+    assert f"## The spread between seeds\n\n{spread}\n\n{advice}\n" in page
