@@ -1228,6 +1228,12 @@ def selected_curve_table(scores: Dict[str, Any]) -> List[str]:
     return lines
 
 
+def start_dev_clause(scores: Dict[str, Any]) -> str:
+    """", beside the start's STS-B dev (raw (mean), X)" for the curves' text, or "" without the raw row."""
+    start = (scores.get("raw (mean)") or {}).get("stsb_dev")
+    return f", beside the start's STS-B dev (raw (mean), {start:.2f}, dashed)" if start is not None else ""
+
+
 def seed_spread_lines(scores: Dict[str, Any], row: str = "simcse unsup") -> List[str]:
     """What the spread between a row's seeds (3 or more) means for a user: each seed's STS avg, the range, and
     what keeping the seed best on STS-B dev (chosen without test labels, as a user can) gave."""
@@ -1325,6 +1331,9 @@ def plot_selected_curves(scores: Dict[str, Any], out_dir: str):
             common = min(len(c[0]) for c in curves)
             ax.plot(curves[0][0][:common], np.mean([c[1][:common] for c in curves], axis=0), color=f"C{k}",
                     marker=".", label=f"{name} ({len(curves)} seeds)")
+        start = (scores.get("raw (mean)") or {}).get("stsb_dev")
+        if start is not None:
+            ax.axhline(start, color="0.5", linestyle="--", linewidth=0.8, label=f"the start, raw (mean): {start:.2f}")
         ax.set_title(f"{'SimCSE' if family == 'simcse' else 'DeCLUTR'}: STS-B dev over training", fontsize=9)
         ax.set_xlabel("step", fontsize=8)
         ax.legend(fontsize=6)
@@ -1477,7 +1486,7 @@ def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, comm
                   "These rows evaluate STS-B dev while they train and publish their best evaluation; a curve that "
                   "peaked before its last evaluation, or flattened there, had budget enough; one still rising "
                   f"(its last evaluation its best, by more than {STILL_RISING} points) needs more steps. "
-                  "`dev_curves.png` below draws them.", "", *selected, ""]
+                  "`dev_curves.png` below draws them" + start_dev_clause(scores) + ".", "", *selected, ""]
     te_phases = te_phase_table(scores)
     if te_phases:
         lines += ["## Trans-Encoder within each phase", "",

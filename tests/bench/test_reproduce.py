@@ -396,6 +396,7 @@ def test_simcse_and_declutr_rows_show_whether_their_budget_let_the_dev_curve_pea
     _write_page(tmp_path, scores, "5")
     page = (tmp_path / "page" / "README.md").read_text()
     assert "## SimCSE and DeCLUTR over training" in page
+    assert "`dev_curves.png` below draws them, beside the start's STS-B dev (raw (mean), 59.00, dashed)." in page
     assert ("| simcse unsup | 3 | 500, 500, 500 | 66.00 ± 1.00 | 61.00 ± 1.00 | "
             "peaked at 500; peaked at 500; peaked at 500 |") in page
     assert ("| declutr contrastive + MLM | 3 | 1000, 1000, 1000 | 60.00 ± 1.00 | 60.00 ± 1.00 | "
