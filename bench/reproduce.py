@@ -1201,9 +1201,12 @@ def selected_curve_rows(scores: Dict[str, Any]) -> Dict[str, List[Dict[str, Any]
 
 
 def curve_shape(steps, values) -> str:
-    """Where a dev curve's best point lies: "peaked" before the last evaluation, a "plateau" at the last one
-    (within `STILL_RISING` of the evaluation before), or "still rising" (the budget was too short to tell)."""
+    """Where a dev curve's best point lies: "peaked" before the last evaluation (at its first one: the peak may
+    lie before it), a "plateau" at the last one (within `STILL_RISING` of the evaluation before), or "still
+    rising" (the budget was too short to tell)."""
     i = int(np.argmax(values))
+    if i == 0 and len(values) > 1:
+        return f"peaked at {int(steps[0])}, its first evaluation"  # the peak may lie before it
     if i < len(values) - 1:
         return f"peaked at {int(steps[i])}"
     if len(values) > 1 and values[-1] - values[-2] <= STILL_RISING:
@@ -1484,7 +1487,8 @@ def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, comm
     if selected:
         lines += ["## SimCSE and DeCLUTR over training", "",
                   "These rows evaluate STS-B dev while they train and publish their best evaluation; a curve that "
-                  "peaked before its last evaluation, or flattened there, had budget enough; one still rising "
+                  "peaked before its last evaluation, or flattened there, had budget enough (one that peaked at its "
+                  "first evaluation may have peaked earlier still); one still rising "
                   f"(its last evaluation its best, by more than {STILL_RISING} points) needs more steps. "
                   "`dev_curves.png` below draws them" + start_dev_clause(scores) + ".", "", *selected, ""]
     te_phases = te_phase_table(scores)

@@ -387,6 +387,7 @@ def test_simcse_and_declutr_rows_show_whether_their_budget_let_the_dev_curve_pea
     assert curve_shape([250, 500, 750], [60.0, 64.0, 63.0]) == "peaked at 500"
     assert curve_shape([250, 500, 750], [60.0, 63.8, 64.0]) == "plateau"
     assert curve_shape([250, 500, 750], [60.0, 62.0, 64.0]) == "still rising"
+    assert curve_shape([250, 500, 750], [64.0, 62.0, 63.0]) == "peaked at 250, its first evaluation"
     scores = {"raw (mean)": {"sts_avg": 50.0, "stsb_dev": 59.0}}
     for seed in range(3):
         rising = [[s, 55.0 + s / 250 + seed] for s in (250, 500, 750, 1000)]
