@@ -172,6 +172,24 @@ def phase_curves(run_root: str, tag: str = CURVE_TAGS["stsb_dev"]) -> Dict[str, 
             for phase, points in found.items()}
 
 
+# What a row's scoring writes (`Ladder.score`, `score_cross`); dropped when its model is not the one scored.
+SCORE_KEYS = ("sts_avg", "stsb_dev", "sts", "senteval_avg", "senteval", "senteval_seconds")
+
+
+def stamp_scored_models(scores: Dict[str, Any]) -> None:
+    """Gives each scored entry written before entries named their model (`model_id`) the one it scored: its own
+    run's ID, or for a read-out row ("simcse unsup (mean pooling) seed 0") the ID of the row it reads out
+    ("simcse unsup seed 0"). Entries of untrained models (floors, the start) stay unnamed."""
+    for name, entry in scores.items():
+        if not isinstance(entry, dict) or "sts_avg" not in entry or "model_id" in entry:
+            continue
+        source = entry
+        if not entry.get("run_id") and " (" in name and " seed " in name:
+            source = scores.get(f"{name.split(' (')[0]} seed {name.rsplit(' seed ', 1)[1]}") or {}
+        if source.get("run_id"):
+            entry["model_id"] = source["run_id"]
+
+
 class Ladder:
     """Runs (cached in their own artifacts roots) and their scores (cached in scores.json).
 
@@ -212,7 +230,9 @@ class Ladder:
         if not os.path.exists(self.scores_path):
             return {}
         with open(self.scores_path, encoding="utf-8") as f:
-            return json.load(f)
+            scores = json.load(f)
+        stamp_scored_models(scores)
+        return scores
 
     def finished(self, row: str, run: str) -> bool:
         """Whether the scores entry `row` holds the scores of the run `run` (so neither needs its model again)."""
@@ -263,6 +283,14 @@ class Ladder:
         entry = self.scores.get(key, {})
         if key != run and entry.get("run") != run:
             entry = {}
+        earlier = entry.get("run_id")
+        if earlier and record.get("run_id") and record["run_id"] != earlier:
+            # The same run trained again (its model was not on this machine): the scores of the earlier model,
+            # in this row and in the rows read out of it, do not describe the new one.
+            for name in [n for n, e in self.scores.items() if isinstance(e, dict) and e.get("model_id") == earlier]:
+                self.scores[name] = {k: v for k, v in self.scores[name].items() if k not in SCORE_KEYS}
+                self.touched.add(name)  # written with `key` below
+            entry = self.scores.get(key, {})
         self.scores[key] = dict(entry, **record, run=run)
         self._save(key)
 
@@ -273,7 +301,7 @@ class Ladder:
         Every model is scored on untruncated sentences (`--score_max_seq_len`), as the papers' evaluations
         do, whatever length it trained at. `encoder_settings` go to its EncoderConfig (a floor's seed).
         """
-        entry = self.scores.setdefault(name, {})
+        entry = self._entry_of(name, model_dir)
         if "sts_avg" in entry and (not senteval or not FLAGS.senteval_tasks or "senteval_avg" in entry):
             return entry
         from common.loading.embedding import embed_sentences
@@ -283,6 +311,16 @@ class Ladder:
                                               **(encoder_settings or {})))
         fn = encoder.embedding_function()
         return self._score_embedder(name, lambda s: embed_sentences(fn, s, 128, progress=False), senteval)
+
+    def _entry_of(self, name: str, model_dir: str) -> Dict[str, Any]:
+        """The scores entry `name` for the model in `model_dir` (named by its folder, a run's ID): scores of
+        another model (a run trained again) are dropped, so they are not reused."""
+        entry = self.scores.setdefault(name, {})
+        model_id = os.path.basename(os.path.normpath(model_dir))
+        if entry.get("model_id") not in (None, model_id):
+            entry = self.scores[name] = {k: v for k, v in entry.items() if k not in SCORE_KEYS}
+        entry["model_id"] = model_id
+        return entry
 
     def _score_embedder(self, name: str, embed, senteval: bool) -> Dict[str, Any]:
         from common.evaluation.senteval import evaluate_senteval, get_config
@@ -316,7 +354,7 @@ class Ladder:
 
     def score_cross(self, name: str, model_dir: str) -> Dict[str, Any]:
         """STS of a Trans-Encoder run's cross-encoder (test_sts.py --mode=cross), cached."""
-        entry = self.scores.setdefault(name, {})
+        entry = self._entry_of(name, model_dir)
         if "sts_avg" in entry:
             return entry
         from common.loading.resolve import resolve_cross_model

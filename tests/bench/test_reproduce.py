@@ -493,3 +493,35 @@ def test_the_page_says_what_simcse_unsups_spread_between_seeds_means_for_a_user(
     _write_page(tmp_path, scores, "5")
     page = (tmp_path / "page" / "README.md").read_text()
     assert f"## The spread between seeds\n\n{spread}\n\n{advice}\n" in page
+
+
+def test_a_run_trained_again_drops_the_scores_of_its_earlier_model_in_every_row_read_out_of_it(tmp_path):
+    from bench.reproduce import Ladder
+
+    scored = {"sts_avg": 56.9, "stsb_dev": 63.4, "sts": {}, "senteval_avg": 70.2}
+    scores = {"simcse unsup seed 0": {"run": "simcse unsup seed 0", "run_id": "A", "curves": {}, **scored},
+              "simcse unsup (mean pooling) seed 0": dict(scored), "raw (mean)": {"sts_avg": 50.8, "stsb_dev": 59.7}}
+    for root in ("resumed", "again"):
+        (tmp_path / root).mkdir()
+        (tmp_path / root / "scores.json").write_text(json.dumps(scores))
+    # Entries written before they named the model they scored get it: their run's, or the row they read out.
+    resumed = Ladder(str(tmp_path / "resumed"), str(tmp_path))
+    assert resumed.scores["simcse unsup (mean pooling) seed 0"]["model_id"] == "A"
+    assert "model_id" not in resumed.scores["raw (mean)"]
+    # A resumed piece of the same run (same ID) keeps the scores.
+    resumed._record("simcse unsup seed 0", "simcse unsup seed 0", {"run_id": "A", "train_seconds": 5.0})
+    saved = json.load(open(tmp_path / "resumed" / "scores.json"))
+    assert saved["simcse unsup seed 0"]["sts_avg"] == saved["simcse unsup (mean pooling) seed 0"]["sts_avg"] == 56.9
+    # Trained again here (its model was not on this machine): a new ID, and no row keeps the old model's scores.
+    again = Ladder(str(tmp_path / "again"), str(tmp_path))
+    again._record("simcse unsup seed 0", "simcse unsup seed 0", {"run_id": "B", "train_seconds": 9.0, "curves": {
+        "stsb_dev": [[250, 60.0]]}})
+    saved = json.load(open(tmp_path / "again" / "scores.json"))
+    for name in ("simcse unsup seed 0", "simcse unsup (mean pooling) seed 0"):
+        assert not {"sts_avg", "stsb_dev", "sts", "senteval_avg"} & set(saved[name]), name
+    assert saved["simcse unsup seed 0"]["run_id"] == "B" and saved["simcse unsup seed 0"]["curves"]
+    assert saved["raw (mean)"]["sts_avg"] == 50.8
+    # Scoring stamps the model; an entry holding another model's scores starts over.
+    entry = again._entry_of("raw (mean)", str(tmp_path / "starts" / "bert_mini_books") + "/")
+    assert entry["model_id"] == "bert_mini_books" and entry["sts_avg"] == 50.8
+    assert "sts_avg" not in again._entry_of("raw (mean)", str(tmp_path / "other_start"))
