@@ -435,7 +435,6 @@ class Ladder:
             {k: p.get(k) for k in ("phase", "cycle", "kind", "member", "label_mean", "label_std",
                                    "stsb_dev_spearman")} for p in phases]
         self._save(name)
-        self.record_phase_curves(name)
 
     def record_phase_curves(self, name: str) -> bool:
         """Adds each phase's STS-B dev curve (`phase_curves`, as `stsb_dev_curve`) to the phase records of the
@@ -696,7 +695,7 @@ def main(argv):
             ladder.score_cross(f"trans_encoder cross seed {seed}", te)
     if FLAGS.probe_steps:
         probe_missing_rows(ladder, raw, lr, seeds, dict(simcse_settings["sup"], train_lr=lr))
-    # Trans-Encoder rows recorded without their phases' curves (by an earlier version) get them where the runs are.
+    # Each Trans-Encoder row's phase curves, read where its runs are (once; rows an earlier version recorded too).
     for name in [n for n in ladder.scores if n.startswith("trans_encoder seed ")]:
         ladder.record_phase_curves(name)
     results = write_results(ladder.scores, FLAGS.artifacts_dir, FLAGS.results_dir, pages.command("bench.reproduce"))
@@ -1152,10 +1151,15 @@ def plot(scores: Dict[str, Any], runs_root: str, out_dir: str, percentages: List
     return written
 
 
+def _arrays(points: List[List[float]]):
+    """(steps, values) arrays of a recorded curve's [[step, value], ...]."""
+    return np.asarray([p[0] for p in points]), np.asarray([p[1] for p in points])
+
+
 def _curve(entry: Dict[str, Any], name: str):
     """(steps, values) of one of a run record's curves (`run_curves`), or None."""
     points = (entry.get("curves") or {}).get(name)
-    return (np.asarray([p[0] for p in points]), np.asarray([p[1] for p in points])) if points else None
+    return _arrays(points) if points else None
 
 
 def pause_curve_rows(scores: Dict[str, Any], percentages: List[str]) -> Dict[str, List[Dict[str, Any]]]:
@@ -1258,20 +1262,27 @@ def selected_curve_table(scores: Dict[str, Any]) -> List[str]:
     rows = selected_curve_rows(scores)
     if not rows:
         return []
-    lines = ["| row | seeds | best steps | STS-B dev at best | at the last step | curve, per seed |",
-             "| --- | --- | --- | --- | --- | --- |"]
-    for name, entries in rows.items():
-        curves = [_curve(e, "stsb_dev") for e in entries]
-        best = [float(np.max(v)) for _, v in curves]
-        lines.append(f"| {name} | {len(entries)} | {', '.join(str(int(t[int(np.argmax(v))])) for t, v in curves)} | "
-                     f"{_mean_std(best)} | {_mean_std([float(v[-1]) for _, v in curves])} | "
-                     f"{'; '.join(curve_shape(t, v) for t, v in curves)} |")
-    return lines
+    return ["| row | seeds | best steps | STS-B dev at best | at the last step | curve, per seed |",
+            "| --- | --- | --- | --- | --- | --- |",
+            *(_curve_row(name, [_curve(e, "stsb_dev") for e in entries]) for name, entries in rows.items())]
+
+
+def _curve_row(name: str, curves) -> str:
+    """A table row of the seeds' dev curves ((steps, values) each): the best steps, STS-B dev at the best and at
+    the last evaluation (mean ± sd), and each seed's `curve_shape`."""
+    return (f"| {name} | {len(curves)} | {', '.join(str(int(t[int(np.argmax(v))])) for t, v in curves)} | "
+            f"{_mean_std([float(np.max(v)) for _, v in curves])} | {_mean_std([float(v[-1]) for _, v in curves])} | "
+            f"{'; '.join(curve_shape(t, v) for t, v in curves)} |")
+
+
+def _start_dev(scores: Dict[str, Any]) -> Optional[float]:
+    """The start's STS-B dev (raw (mean)), or None without the raw row."""
+    return (scores.get("raw (mean)") or {}).get("stsb_dev")
 
 
 def start_dev_clause(scores: Dict[str, Any]) -> str:
     """", beside the start's STS-B dev (raw (mean), X)" for the curves' text, or "" without the raw row."""
-    start = (scores.get("raw (mean)") or {}).get("stsb_dev")
+    start = _start_dev(scores)
     return f", beside the start's STS-B dev (raw (mean), {start:.2f}, dashed)" if start is not None else ""
 
 
@@ -1318,15 +1329,9 @@ def te_phase_table(scores: Dict[str, Any]) -> List[str]:
     rows = te_phase_rows(scores)
     if not rows:
         return []
-    lines = ["| phase | seeds | best steps | STS-B dev at best | at the phase's end | curve, per seed |",
-             "| --- | --- | --- | --- | --- | --- |"]
-    for phase, curves in rows.items():
-        points = [(np.asarray([p[0] for p in c]), np.asarray([p[1] for p in c])) for c in curves]
-        lines.append(f"| {phase} | {len(points)} | {', '.join(str(int(t[int(np.argmax(v))])) for t, v in points)} | "
-                     f"{_mean_std([float(np.max(v)) for _, v in points])} | "
-                     f"{_mean_std([float(v[-1]) for _, v in points])} | "
-                     f"{'; '.join(curve_shape(t, v) for t, v in points)} |")
-    return lines
+    return ["| phase | seeds | best steps | STS-B dev at best | at the phase's end | curve, per seed |",
+            "| --- | --- | --- | --- | --- | --- |",
+            *(_curve_row(phase, [_arrays(c) for c in curves]) for phase, curves in rows.items())]
 
 
 def _plot_te_phases(ax, rows: Dict[str, List[List[List[float]]]]) -> None:
@@ -1372,7 +1377,7 @@ def plot_selected_curves(scores: Dict[str, Any], out_dir: str):
             common = min(len(c[0]) for c in curves)
             ax.plot(curves[0][0][:common], np.mean([c[1][:common] for c in curves], axis=0), color=f"C{k}",
                     marker=".", label=f"{name} ({len(curves)} seeds)")
-        start = (scores.get("raw (mean)") or {}).get("stsb_dev")
+        start = _start_dev(scores)
         if start is not None:
             ax.axhline(start, color="0.5", linestyle="--", linewidth=0.8, label=f"the start, raw (mean): {start:.2f}")
         ax.set_title(f"{'SimCSE' if family == 'simcse' else 'DeCLUTR'}: STS-B dev over training", fontsize=9)
