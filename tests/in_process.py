@@ -4,10 +4,11 @@ script refuses (exit code 2 and one line) and of its `--help*` text. Each script
 subprocess in the suite for its real entry point (tests/test_scripts.py and its own tests; a bench
 module's is its `--helpxml` run by tests/bench/test_modules.py).
 
-The script runs as `__main__` through its own `cli.run(main)`, with sys.argv, the working directory,
-stdout and stderr as a subprocess would see them. absl's flags are global to the process: the
-script's flags are defined afresh for each run and removed after it (absl's flagsaver deletes the
-flags a run added and restores every other flag's value), so no flag value leaks between tests.
+The script runs as `__main__` through its own entry (`cli.run(main)` for the absl scripts), with
+sys.argv, the working directory, stdout and stderr as a subprocess would see them. absl's flags are
+global to the process: the script's flags are defined afresh for each run and removed after it (absl's
+flagsaver deletes the flags a run added and restores every other flag's value), so no flag value leaks
+between tests; `parsed_flags` does the same for a module's functions that read its flags.
 """
 
 from __future__ import annotations
@@ -67,6 +68,27 @@ def run_module(module: str, args: list, cwd: str = ROOT) -> subprocess.Completed
             runpy.run_module(module, run_name="__main__", alter_sys=True)
 
     return _run(["-m", *args], run, cwd)
+
+
+@contextlib.contextmanager
+def parsed_flags(define_flags, args: list):
+    """A module's flags defined by `define_flags()` and `args` parsed, as in a process that runs it, for
+    the code inside the block (a bench module's functions that read its flags); on exit the flags it
+    defined are removed and every other flag's value is restored, as after `run_module`.
+
+    Args:
+        define_flags: callable. The module's `define_flags`.
+        args: list. Its command-line arguments, e.g. ["--percentages=5"].
+    """
+    was_parsed = flags.FLAGS.is_parsed()
+    with flagsaver.flagsaver():
+        define_flags()
+        flags.FLAGS(["python", *args])
+        try:
+            yield flags.FLAGS
+        finally:
+            if not was_parsed:
+                flags.FLAGS.unparse_flags()
 
 
 def _run(argv: list, run, cwd: str) -> subprocess.CompletedProcess:

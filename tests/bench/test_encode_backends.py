@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from fixtures import write_sts_root
+from in_process import run_module
 
 from bench import encode_backends as bench
 from common.errors import UserError
@@ -70,8 +71,7 @@ def test_a_toy_run_writes_the_page_and_results(tmp_path):
 
 
 def test_refuses_a_loaded_machine(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "bench.encode_backends", "--max_load=-1", f"--results_dir={tmp_path}"],
-                          cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    proc = run_module("bench.encode_backends", ["--max_load=-1", f"--results_dir={tmp_path}"])
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "Refusing to benchmark" in proc.stderr and "--allow_loaded" in proc.stderr
     assert not os.listdir(tmp_path)

@@ -2,6 +2,7 @@
 (each defines them in `define_flags()`, called when it runs as a script), and each one's flags are
 there when it runs."""
 
+import functools
 import json
 import os
 import pkgutil
@@ -27,7 +28,9 @@ print(json.dumps({"project_flags": {m: sorted(f.name for f in fs) for m, fs in b
 """
 
 
+@functools.lru_cache(maxsize=None)
 def _import_all():
+    """What importing every bench module in one fresh interpreter defines (one process for both tests)."""
     proc = subprocess.run([sys.executable, "-c", IMPORT_ALL, *MODULES], cwd=ROOT, env=ENV, capture_output=True,
                           text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -45,12 +45,13 @@ def test_mlm_throughput_without_windows_or_reference_env_is_one_line_and_exit_2(
 
 
 def test_mlm_throughput_table_gives_medians_spreads_and_the_ratio():
-    code = ("from bench import mlm_throughput as m; "
-            "s = lambda v: {'median': v, 'min': v - 10, 'max': v + 10}; "
-            "print(m.table({'random_bert_tiny fp32': {'toolkit': s(3000.0), 'toolkit_step_only': s(3300.0), "
-            "'reference': s(1500.0)}}))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": ROOT}).stdout
+    from bench import mlm_throughput
+
+    def s(v):
+        return {"median": v, "min": v - 10, "max": v + 10}
+
+    out = mlm_throughput.table({"random_bert_tiny fp32": {"toolkit": s(3000.0), "toolkit_step_only": s(3300.0),
+                                                          "reference": s(1500.0)}})
     assert "| random_bert_tiny fp32 | 3,000 [2,990-3,010] | 3,300 [3,290-3,310] | 1,500 [1,490-1,510] | 2.00x |" in out
 
 

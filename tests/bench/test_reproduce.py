@@ -1,15 +1,13 @@
 """The bookkeeping of bench/reproduce.py that needs no training: the busy time of a ladder run
-over several invocations, and what each invocation records of the machine's load. (The test that
-parses its flags runs in a child process: absl's flags are global to a process.)"""
+over several invocations, and what each invocation records of the machine's load. The code that reads
+its flags runs with them defined and parsed as `python -m bench.reproduce` would (tests/in_process.py;
+its real entry point is run by tests/bench/test_modules.py)."""
 
 import json
 import os
-import subprocess
-import sys
 
 from bench import harness
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from in_process import parsed_flags, run_module
 
 
 def test_busy_seconds_is_the_union_of_the_invocations():
@@ -38,18 +36,14 @@ def test_a_save_records_the_invocation_and_its_other_processes_cpu(tmp_path):
     assert record["other_cores"] >= 0.0  # Linux: /proc/stat is there
 
 
-def _run_child(code: str, *args: str) -> None:
-    subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, check=True, env={**os.environ, "PYTHONPATH": ROOT})
-
-
 def _write_page(tmp_path, scores, percentages: str) -> None:
-    """The ladder page of `scores` in tmp_path/page, written as bench.reproduce writes it (flags parsed in a child)."""
+    """The ladder page of `scores` in tmp_path/page, written as bench.reproduce writes it (its flags parsed)."""
+    from bench import reproduce
+
     (tmp_path / "scores.json").write_text(json.dumps(scores))
-    code = ("import json, sys; from absl import flags; from bench import reproduce; "
-            "reproduce.define_flags(); flags.FLAGS(['x', '--percentages=' + sys.argv[4]]); "
-            "reproduce.write_results(json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], "
-            "'python -m bench.reproduce')")
-    _run_child(code, str(tmp_path / "scores.json"), str(tmp_path), str(tmp_path / "page"), percentages)
+    with parsed_flags(reproduce.define_flags, [f"--percentages={percentages}"]):
+        reproduce.write_results(json.load(open(tmp_path / "scores.json")), str(tmp_path), str(tmp_path / "page"),
+                                "python -m bench.reproduce")
 
 
 def test_the_results_page_has_floors_rules_and_a_verdict_per_claim(tmp_path):
@@ -86,45 +80,40 @@ def test_tfidf_cosines_are_one_for_the_same_sentence_and_zero_without_shared_wor
 def test_pilots_choose_the_lowest_heldout_loss_and_the_page_says_so(tmp_path):
     """The pilots pick on held-out masked-LM loss alone (the best STS-B dev pilot is not picked), and the
     page of a start pretrained here reports the held-out loss beside the unigram predictor's and the pilots."""
-    code = r'''
-import json, os, sys
-from absl import flags
-from bench import reproduce
-reproduce.define_flags()
-flags.FLAGS(["x", "--percentages=5"])
-root = sys.argv[1]
-ladder = reproduce.Ladder(root, "unused")
-losses = {0.0005: (6.2, 30.0), 0.001: (5.9, 20.0), 0.002: (6.5, None)}
-def run(name, method, settings, evaluator=None):
-    assert method == "mlm" and settings["train_steps_per_epoch"] == 7 and settings["train_epochs"] == 1
-    loss, dev = losses[settings["train_lr"]]
-    out = os.path.join(root, "runs", name, "model", "1")
-    os.makedirs(out, exist_ok=True)
-    json.dump({"metrics": {"heldout_loss": loss, "heldout_accuracy": 0.1, "stsb_dev_spearman": dev}},
-              open(os.path.join(out, "config.json"), "w"))
-    return out
-ladder.run = run
-assert ladder.pilots({"model": "random_bert_tiny"}, ["0.0005", "0.001", "0.002"], 7) == 0.001
-scores = json.load(open(os.path.join(root, "scores.json")))
-scores["pretrain"] = {"train_seconds": 100.0, "settings": {"batch_size": 64, "train_epochs": 4,
-                                                            "train_steps_per_epoch": 10},
-                      "metrics": {"heldout_loss": 4.8, "heldout_accuracy": 0.25, "heldout_unigram_loss": 6.9,
-                                  "heldout_unigram_accuracy": 0.055, "stsb_dev_spearman": 60.5, "seconds": 90.0}}
-print("\n".join(reproduce._start_lines(scores)))
-del scores["pretrain"]["metrics"]["stsb_dev_spearman"]  # a start pretrained without the STS-B dev evaluator
-print("WITHOUT DEV " + "\n".join(reproduce._start_lines(scores)))
-'''
-    result = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, check=True, capture_output=True,
-                            text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    from bench import reproduce
+
+    root = str(tmp_path)
+    losses = {0.0005: (6.2, 30.0), 0.001: (5.9, 20.0), 0.002: (6.5, None)}
+
+    def run(name, method, settings, evaluator=None):
+        assert method == "mlm" and settings["train_steps_per_epoch"] == 7 and settings["train_epochs"] == 1
+        loss, dev = losses[settings["train_lr"]]
+        out = os.path.join(root, "runs", name, "model", "1")
+        os.makedirs(out, exist_ok=True)
+        json.dump({"metrics": {"heldout_loss": loss, "heldout_accuracy": 0.1, "stsb_dev_spearman": dev}},
+                  open(os.path.join(out, "config.json"), "w"))
+        return out
+
+    with parsed_flags(reproduce.define_flags, ["--percentages=5"]):
+        ladder = reproduce.Ladder(root, "unused")
+        ladder.run = run
+        assert ladder.pilots({"model": "random_bert_tiny"}, ["0.0005", "0.001", "0.002"], 7) == 0.001
+        scores = json.load(open(os.path.join(root, "scores.json")))
+        scores["pretrain"] = {"train_seconds": 100.0, "settings": {"batch_size": 64, "train_epochs": 4,
+                                                                    "train_steps_per_epoch": 10},
+                              "metrics": {"heldout_loss": 4.8, "heldout_accuracy": 0.25, "heldout_unigram_loss": 6.9,
+                                          "heldout_unigram_accuracy": 0.055, "stsb_dev_spearman": 60.5,
+                                          "seconds": 90.0}}
+        text = "\n".join(reproduce._start_lines(scores))
+        del scores["pretrain"]["metrics"]["stsb_dev_spearman"]  # a start pretrained without the STS-B dev evaluator
+        without = "\n".join(reproduce._start_lines(scores))
     assert json.load(open(tmp_path / "scores.json"))["_pilots"]["chosen_lr"] == 0.001
-    text = result.stdout
     assert "held-out masked-LM loss 4.800, accuracy 25.0 %" in text
     assert "unigram predictor on the same masks: loss 6.900, accuracy 5.5 %" in text
     assert "STS-B dev (mean pooling) 60.50" in text
     assert ("Peak learning rate 0.001, the lowest held-out loss of 7-step pilots "
             "(0.0005: 6.200 (STS-B dev 30.00)") in text
     assert "0.002: 6.500;" in text  # a pilot without an STS-B dev score
-    without = text[text.index("WITHOUT DEV"):]
     assert "nan" not in without and "STS-B dev (mean pooling)" not in without and "accuracy 5.5 %. Peak" in without
 
 
@@ -218,9 +207,9 @@ def test_learning_rate_flags_take_positive_numbers_only():
 
 
 def test_a_missing_start_is_one_line_and_exit_2_and_leaves_no_artifacts_directory(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "bench.reproduce", f"--start={tmp_path / 'missing'}", "--stages=",
-                             f"--artifacts_dir={tmp_path / 'ladder'}", f"--results_dir={tmp_path / 'page'}"],
-                            cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    result = run_module("bench.reproduce", [f"--start={tmp_path / 'missing'}", "--stages=",
+                                            f"--artifacts_dir={tmp_path / 'ladder'}",
+                                            f"--results_dir={tmp_path / 'page'}"])
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().count("\n") == 0 and "no such directory" in result.stderr
     assert not (tmp_path / "ladder").exists() and not (tmp_path / "page").exists()

@@ -4,15 +4,12 @@ machine, and the page. The benchmark itself runs outside the test suite."""
 
 import json
 import os
-import subprocess
-import sys
 
 from fixtures import write_senteval_snli
+from in_process import run_module
 
 from bench import make_retrieval_set, retrieval_vs_st, retrieval_worker
 from common.evaluation.retrieval import load_beir
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_worker_reads_the_set_the_toolkit_reads(tmp_path):
@@ -60,9 +57,8 @@ def test_the_grown_set_keeps_its_judgments_on_the_same_texts(tmp_path):
 
 
 def test_refuses_to_time_on_a_loaded_machine(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "bench.retrieval_vs_st", "--max_load=-1",
-                           f"--results_dir={tmp_path / 'page'}", f"--work_dir={tmp_path / 'sets'}"], cwd=ROOT,
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    proc = run_module("bench.retrieval_vs_st", ["--max_load=-1", f"--results_dir={tmp_path / 'page'}",
+                                                 f"--work_dir={tmp_path / 'sets'}"])
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "Refusing to benchmark" in proc.stderr and "--allow_loaded" in proc.stderr
     assert not os.path.exists(tmp_path / "page") and not os.path.exists(tmp_path / "sets")

@@ -4,18 +4,15 @@ loaded machine, and the table. The benchmark itself runs outside the test suite.
 
 import json
 import os
-import subprocess
-import sys
 import time
 
 import numpy as np
 
 from fixtures import write_sts_root
+from in_process import run_module
 
 from bench import st_worker, vs_sentence_transformers as vs
 from common.data.sts import load_all
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_worker_reads_the_sets_test_sts_reads(tmp_path):
@@ -33,9 +30,7 @@ def test_worker_reads_the_sets_test_sts_reads(tmp_path):
 
 
 def test_refuses_a_loaded_machine(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "bench.vs_sentence_transformers", "--max_load=-1",
-                           f"--results_dir={tmp_path}"], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": ROOT})
+    proc = run_module("bench.vs_sentence_transformers", ["--max_load=-1", f"--results_dir={tmp_path}"])
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "Refusing to benchmark" in proc.stderr and "--allow_loaded" in proc.stderr
     assert not os.listdir(tmp_path)

@@ -529,15 +529,17 @@ def test_check_sentence_transformers_step_one_writes_this_toolkits_embeddings(ti
     assert [str(s) for s in saved["sentences"]] == SENTENCES
     np.testing.assert_allclose(saved["embeddings"], SentenceModel(tiny_export).encode(SENTENCES), atol=1e-6)
     (tmp_path / "mine.txt").write_text("one sentence\nand another\n")
-    proc = _check_st(f"--folder={tiny_export}", f"--write_reference={reference}",
-                     f"--sentences_file={tmp_path / 'mine.txt'}", cwd=str(tmp_path))
+    args = [f"--folder={tiny_export}", f"--write_reference={reference}", f"--sentences_file={tmp_path / 'mine.txt'}"]
+    proc = run_script("check_sentence_transformers.py", args, cwd=str(tmp_path))  # in this process: tests/in_process.py
     assert proc.returncode == 0 and np.load(reference, allow_pickle=True)["embeddings"].shape[0] == 2
 
 
 def test_check_sentence_transformers_refuses_bad_input_in_one_line(tmp_path):
-    proc = _check_st(f"--folder={tmp_path}", cwd=str(tmp_path))
+    # In this process (tests/in_process.py); the step above runs the script's own process.
+    proc = run_script("check_sentence_transformers.py", [f"--folder={tmp_path}"], cwd=str(tmp_path))
     assert proc.returncode == 2 and "give exactly one of --write_reference" in proc.stderr
-    proc = _check_st(f"--folder={tmp_path / 'missing'}", f"--write_reference={tmp_path / 'ref.npz'}", cwd=str(tmp_path))
+    args = [f"--folder={tmp_path / 'missing'}", f"--write_reference={tmp_path / 'ref.npz'}"]
+    proc = run_script("check_sentence_transformers.py", args, cwd=str(tmp_path))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines()[-1].startswith("check_sentence_transformers.py: "), proc.stderr[-1500:]
     assert not (tmp_path / "ref.npz").exists()
