@@ -3,8 +3,6 @@ smoke run of its main on tiny data that writes the results page."""
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -16,12 +14,12 @@ from common.errors import UserError
 from in_process import run_module
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ENV = {**os.environ, "PYTHONPATH": ROOT}
 
 
 def _run(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "bench.ablation", *args], cwd=cwd, env=ENV, capture_output=True,
-                          text=True)
+    """`python -m bench.ablation <args>` in this process (tests/in_process.py; its real entry point is run by
+    tests/bench/test_modules.py)."""
+    return run_module("bench.ablation", list(args), cwd=cwd)
 
 
 def test_each_method_has_its_own_defaults_and_the_flags_given_replace_them():

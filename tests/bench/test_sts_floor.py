@@ -2,15 +2,9 @@
 writes its results page."""
 
 import json
-import os
-import subprocess
-import sys
 
 from fixtures import write_sts_root
 from in_process import run_module
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ENV = {**os.environ, "PYTHONPATH": ROOT}
 
 
 def test_token_and_flop_counts():
@@ -27,10 +21,9 @@ def test_runs_on_the_fixture_and_compares_with_a_benchmark_json(tmp_path):
     runs = [{"seconds": s} for s in (100.0, 110.0, 90.0)]
     (tmp_path / "new.json").write_text(json.dumps({"raw": {"sts": {
         "fp32": {"toolkit": [{"seconds": 50.0}], "sentence_transformers": runs}}}}))
-    proc = subprocess.run([sys.executable, "-m", "bench.sts_floor", f"--data_path={data}", "--large_rows=64",
-                           "--repeats=1", "--import_runs=1", "--precisions=fp32", f"--vs_json={tmp_path / 'new.json'}",
-                           f"--results_dir={tmp_path / 'page'}"],
-                          cwd=ROOT, env=ENV, capture_output=True, text=True)
+    proc = run_module("bench.sts_floor", [f"--data_path={data}", "--large_rows=64", "--repeats=1", "--import_runs=1",
+                                          "--precisions=fp32", f"--vs_json={tmp_path / 'new.json'}",
+                                          f"--results_dir={tmp_path / 'page'}"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "distinct sentences" in proc.stdout and "floor (import + matmuls)" in proc.stdout
     assert "sentence-transformers' fp32 job: 100.0 s (median" in proc.stdout

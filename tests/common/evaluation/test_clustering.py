@@ -216,8 +216,10 @@ def test_script_compares_models_and_clusterings_and_writes_pictures(tmp_path):
 
 def test_script_flags_a_clustering_that_finds_no_cluster(tmp_path):
     data = _questions(tmp_path)  # 24 texts: clusters of at least 20 cannot be two, and HDBSCAN finds none
-    proc = _cluster_eval(tmp_path, "--models=random_tiny", f"--dataset={data}", "--algorithm=hdbscan",
-                         "--min_cluster_size=20")
+    # In this process (tests/in_process.py); the test above runs the script's own process.
+    proc = run_script("cluster_eval.py", ["--models=random_tiny", f"--dataset={data}", "--algorithm=hdbscan",
+                                          "--min_cluster_size=20", f"--artifacts_dir={tmp_path / 'artifacts'}"],
+                      cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
     row = next(line.split() for line in proc.stdout.splitlines() if line.startswith("random_tiny "))
     assert row[2:4] == ["0!", "100.0"] and row[6] == "-" and row[9] == "-"

@@ -3,8 +3,6 @@
 import hashlib
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -15,8 +13,6 @@ from common.evaluation.senteval.cache import EmbeddingCache
 from common.evaluation.senteval.configs import CONFIGS
 from in_process import run_script
 from senteval_fixtures import write_senteval_root
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 
 
 class FakeEmbed:
@@ -153,15 +149,12 @@ def test_missing_data_is_an_error_pointing_to_the_readme(tmp_path):
         ev.evaluate_senteval(FakeEmbed(), str(tmp_path), ["MR"], CONFIGS["fast"])
 
 
-def _run(args, cwd):
-    return subprocess.run([sys.executable, os.path.join(ROOT, "senteval_eval.py"), *args], cwd=cwd,
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
-
-
 def test_script_main_scores_the_tiny_encoder_and_writes_json(tmp_path):
     data = write_senteval_root(str(tmp_path / "data"))
-    proc = _run(["--model=random_tiny", f"--data_path={data}", f"--artifacts_dir={tmp_path / 'artifacts'}",
-                 "--max_seq_len=32", "--config=fast", "--tasks=CR,MRPC,SICK-R,STS12,Tense"], cwd=str(tmp_path))
+    # In this process (tests/in_process.py); tests/test_scripts.py runs the script's own process.
+    proc = run_script("senteval_eval.py", ["--model=random_tiny", f"--data_path={data}",
+                                           f"--artifacts_dir={tmp_path / 'artifacts'}", "--max_seq_len=32",
+                                           "--config=fast", "--tasks=CR,MRPC,SICK-R,STS12,Tense"], cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "avg downstream" in proc.stdout and "CR" in proc.stdout and "Tense" in proc.stdout
     result = json.load(open(tmp_path / "artifacts" / "test" / "senteval_random_tiny.json"))
