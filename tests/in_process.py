@@ -82,9 +82,9 @@ def parsed_flags(define_flags, args: list):
     """
     was_parsed = flags.FLAGS.is_parsed()
     with flagsaver.flagsaver():
-        define_flags()
-        flags.FLAGS(["python", *args])
         try:
+            define_flags()
+            flags.FLAGS(["python", *args])
             yield flags.FLAGS
         finally:
             if not was_parsed:
