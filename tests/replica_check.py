@@ -1,8 +1,9 @@
-"""Run in a fresh process: one optimizer step of a registered method on one device vs
+"""Run in a process of its own: one optimizer step of a registered method on one device vs
 MirroredStrategy over 2 logical CPUs, for the same global batch: the loss each replica
 logged, the gradient the step applied and the weights after it.
 
     python tests/replica_check.py '[{"method": <name>, "settings": {...}, "phase": <phase>}, ...]'
+    python tests/replica_check.py --serve    # one such list per line of stdin, until it closes
 
 The model and the batch come from the method's own smoke settings (`Method.smoke`)
 and data builder (a phased method's `phase_models[<phase>]` when a phase is
@@ -12,11 +13,17 @@ applied is (weights before - weights after) / learning rate, the clip included, 
 one traced step per model gives all three measurements. Prints one JSON line per
 check, in order:
 {"loss_diff", "grad_diff", "weight_diff", ...}, or {"error": <traceback>} for a
-check that raised (the others still run: one process pays TensorFlow's start-up
-once for all of them).
+check that raised (the others still run). With --serve, one process answers every
+check of a test process (tests/distributed_checks.py), which pays TensorFlow's
+start-up once.
+
+Its own process, because the 2 logical CPUs must be configured before TensorFlow's
+runtime starts, and a test process with 2 runs its other tests' graphs about 5 %
+slower.
 """
 
 import json
+import os
 import sys
 import tempfile
 import traceback
@@ -121,4 +128,9 @@ def main_cases(cases):
 
 
 if __name__ == "__main__":
-    main_cases(json.loads(sys.argv[1]))
+    if sys.argv[1:] == ["--serve"]:
+        for line in iter(sys.stdin.readline, ""):
+            main_cases(json.loads(line))
+        os._exit(0)  # every result is written and flushed; tearing down TensorFlow's objects would only cost
+    else:
+        main_cases(json.loads(sys.argv[1]))
