@@ -5,7 +5,8 @@ subprocess in the suite for its real entry point (tests/test_scripts.py and its 
 module's is its `--helpxml` run by tests/bench/test_modules.py).
 
 The script runs as `__main__` through its own entry (`cli.run(main)` for the absl scripts), with
-sys.argv, the working directory, stdout and stderr as a subprocess would see them. absl's flags are
+sys.argv, the working directory, stdout and stderr as a subprocess would see them; the lines it logs
+are on its stderr as absl writes them on the console (its format, INFO and above by default). absl's flags are
 global to the process: the script's flags are defined afresh for each run and removed after it (absl's
 flagsaver deletes the flags a run added and restores every other flag's value), so no flag value leaks
 between tests; `parsed_flags` does the same for a module's functions that read its flags.
@@ -24,6 +25,7 @@ import traceback
 import warnings
 
 from absl import app, flags
+from absl import logging as absl_logging
 from absl.testing import flagsaver
 
 from common import cli  # noqa: F401  defines --verbose and loads TensorFlow quietly, as every script does
@@ -102,6 +104,15 @@ def _run(argv: list, run, cwd: str) -> subprocess.CompletedProcess:
     init_done, app._run_init.done = app._run_init.done, True
     # A script's `to_stdout()` is its process's choice; the tests that follow log their notices again.
     printing = notices.to_stdout(False)
+    # The lines a script logs reach its stderr as absl's handler writes them on the console: its format, at
+    # the verbosity of a script's parsed flags (INFO by default; absl's before a parse is WARNING).
+    console = logging.StreamHandler(stderr)
+    console.setFormatter(absl_logging.PythonFormatter())
+    root = logging.getLogger()
+    root_level, verbosity = root.level, absl_logging.get_verbosity()
+    root.addHandler(console)
+    root.setLevel(logging.INFO)
+    absl_logging.set_verbosity(absl_logging.INFO)
     try:
         with flagsaver.flagsaver(), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
             old_argv, sys.argv = sys.argv, list(argv)
@@ -117,11 +128,15 @@ def _run(argv: list, run, cwd: str) -> subprocess.CompletedProcess:
                 sys.stderr.write(traceback.format_exc())
                 code = 1
             finally:
+                root.removeHandler(console)  # before the harness's own lines (unparse_flags logs one)
                 sys.argv = old_argv
                 os.chdir(old_cwd)
                 if not was_parsed:
                     flags.FLAGS.unparse_flags()
     finally:
+        root.removeHandler(console)
+        root.setLevel(root_level)
+        absl_logging.set_verbosity(verbosity)
         app._run_init.done = init_done
         tf_logger.setLevel(tf_level)
         notices.to_stdout(printing)

@@ -96,9 +96,10 @@ def test_test_sts_scores_labelled_pairs_beside_a_baseline_as_binary_classificati
 
 def test_an_old_spec_spelling_still_works_with_one_notice_and_is_recorded_by_its_new_name(tmp_path):
     data = write_sts_root(str(tmp_path / "data"))
-    # Its own process: the notice is a logged line on the console, as the user sees it.
-    proc = _run([os.path.join(ROOT, "test_sts.py"), "--model=tiny", f"--data_path={data}",
-                 f"--artifacts_dir={tmp_path / 'artifacts'}", "--max_seq_len=32"], cwd=str(tmp_path))
+    # The notice is a logged line on the console, as the user sees it (run_script keeps the logged lines).
+    proc = run_script("test_sts.py", ["--model=tiny", f"--data_path={data}",
+                                      f"--artifacts_dir={tmp_path / 'artifacts'}", "--max_seq_len=32"],
+                      cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
     (notice,) = [line for line in proc.stderr.splitlines() if "is now spelled" in line]
     assert notice.endswith("--model=tiny is now spelled random_tiny (a freshly initialised 1-layer test BERT with "
@@ -327,15 +328,15 @@ def test_train_declutr_on_a_folder_of_files_says_what_it_uses_and_its_advice_wor
         path.write_text("\n".join(" ".join(f"d{i}w{j}" for j in range(k, min(k + 10, words)))
                                   for k in range(0, words, 10)) + "\n")
     (folder / ".notes.txt").write_text(" ".join(["hidden"] * 400) + "\n")
-    # Its own process: what the run says is a logged warning on the console, as the user sees it.
-    args = [os.path.join(ROOT, "train.py"), "--method=declutr", f"--train_data={folder}",
+    # What the run says is a logged warning on the console, as the user sees it (run_script keeps it).
+    args = ["--method=declutr", f"--train_data={folder}",
             f"--data_path={smoke['data_path']}", *[f"--{k}={smoke[k]}" for k in ("model", "batch_size", "max_seq_len",
                                                                                 "min_span_len", "max_span_len")],
             "--train_epochs=1", "--train_steps_per_epoch=2", "--noeval_each_epoch",
             f"--artifacts_dir={tmp_path / 'artifacts'}"]
 
     def run(*extra):
-        proc = _run([*args, *extra], cwd=str(tmp_path))
+        proc = run_script("train.py", [*args, *extra], cwd=str(tmp_path))
         assert proc.returncode == 0, proc.stderr[-3000:]
         run_id = next(line.split(": ")[1] for line in proc.stdout.splitlines() if line.startswith("run ID:"))
         return proc.stderr, json.load(open(tmp_path / "artifacts" / "model" / run_id / "config.json"))["data"]

@@ -5,8 +5,6 @@ with NOT RUN rows when the data are missing."""
 import json
 import os
 import random
-import subprocess
-import sys
 
 import pytest
 
@@ -14,8 +12,6 @@ from bench import verdicts, your_task
 from common.data.nli import read_nli
 from in_process import run_module
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ENV = {**os.environ, "PYTHONPATH": ROOT}
 HEADER = "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String"
 
 
@@ -195,13 +191,13 @@ def test_without_the_data_every_row_is_not_run_and_the_page_is_written(tmp_path)
 def test_the_script_trains_scores_and_reuses_its_rows_on_the_fixture(tmp_path):
     """supervised-only and SimCSE (PAUSE's trainer is the supervised row's, and the resume test trains PAUSE)."""
     data = write_mrpc(str(tmp_path / "data"))
-    args = [sys.executable, "-m", "bench.your_task", f"--data_path={data}", "--starts=random_tiny",
+    args = [f"--data_path={data}", "--starts=random_tiny",
             "--rows=start,supervised,simcse",
             "--train_lrs=1e-3", "--seeds=0", "--pause_steps=2", "--pause_batch=8", "--simcse_steps=2",
             "--simcse_batch=8", "--pause_eval_every=1", "--simcse_eval_every=1", "--max_seq_len=32",
             "--label_percent=20",
             f"--artifacts_dir={tmp_path / 'art'}", f"--results_dir={tmp_path / 'page'}"]
-    proc = subprocess.run(args, cwd=ROOT, env=ENV, capture_output=True, text=True)
+    proc = run_module("bench.your_task", args)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.load(open(tmp_path / "page" / "results.json"))
     scored = {k for k, v in results["scores"].items() if isinstance(v, dict) and "test" in v}
@@ -213,8 +209,9 @@ def test_the_script_trains_scores_and_reuses_its_rows_on_the_fixture(tmp_path):
     assert "| random_tiny | PAUSE (kept labels + unlabelled pool) | - | NOT RUN (no score yet) |" in page
     assert results["scores"]["_split"]["labelled"] == 7
     runs = sorted(os.listdir(tmp_path / "art" / "runs"))
-    again = subprocess.run(args, cwd=ROOT, env=ENV, capture_output=True, text=True)
+    again = run_module("bench.your_task", args)
     assert again.returncode == 0, again.stderr[-3000:]
+    assert "data: " in proc.stderr  # a row that trains logs its data, on the console as run_module keeps it
     assert "Resuming" not in again.stderr and "data: " not in again.stderr  # nothing trained again
     assert sorted(os.listdir(tmp_path / "art" / "runs")) == runs
     assert len(json.load(open(tmp_path / "art" / "scores.json"))["_meta"]["invocations"]) == 2
