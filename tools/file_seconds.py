@@ -5,8 +5,8 @@ files in the order it is given, so a long file that starts last keeps one worker
 finished; `tests/conftest.py` starts the longest files first (longest processing time first) from the
 seconds recorded in `tests/file_seconds.json`. Refresh that file after adding or reshaping slow tests:
 
-    make test PYTEST_ARGS="--junitxml=/tmp/junit.xml"
-    python -m tools.file_seconds /tmp/junit.xml > tests/file_seconds.json
+    make test PYTEST_ARGS="--junitxml=artifacts/junit.xml"
+    python -m tools.file_seconds artifacts/junit.xml > tests/file_seconds.json
 
 A stale or missing entry only changes the order in which files start, never which tests run: a file that
 is not listed is placed as a file of `DEFAULT_SECONDS`.
