@@ -89,6 +89,8 @@ def define_flags() -> None:
     flags.DEFINE_integer("declutr_steps", 2000, "DeCLUTR steps of 8 documents.", lower_bound=1)
     flags.DEFINE_integer("declutr_eval_every", 250, "DeCLUTR: steps between STS-B dev evaluations; the best is "
                          "kept (--publish_best), as for the SimCSE rows.", lower_bound=1)
+    flags.DEFINE_list("declutr_variants", list(DECLUTR_VARIANTS), "DeCLUTR rows to train, in this order, for each "
+                      "seed: contrastive_mlm (the paper's objective), contrastive_only, mlm_only (each term alone).")
     flags.DEFINE_integer("te_cycles", 2, "Trans-Encoder cycles.")
     flags.DEFINE_integer("te_steps", 500, "Trans-Encoder steps per phase (caps each phase's epoch).", lower_bound=1)
     flags.DEFINE_integer("te_eval_every", 100, "Trans-Encoder: steps between STS-B dev evaluations within a phase; "
@@ -112,9 +114,10 @@ PERCENT_ROWS = ("pause", "supervised")
 PAUSE_FAMILY = (("pause", {}), ("supervised", dict(annealing="off", labeled_batch_fraction=1.0)))
 # Its labelled ablations at 5 % of the labels: (row, settings). Supervised-only differs from PAUSE in two ways, its
 # batches (all labelled, against about a third) and the PU term; PAUSE's batches without the PU term separate them.
-# DeCLUTR's rows: (row, settings). The paper's objective, and each of its two terms alone.
-DECLUTR_VARIANTS = (("declutr contrastive + MLM", {}), ("declutr contrastive only", dict(mlm=False)),
-                    ("declutr MLM only", dict(contrastive=False)))
+# DeCLUTR's rows: --declutr_variants name -> (row, settings). The paper's objective, and each of its two terms alone.
+DECLUTR_VARIANTS = {"contrastive_mlm": ("declutr contrastive + MLM", {}),
+                    "contrastive_only": ("declutr contrastive only", dict(mlm=False)),
+                    "mlm_only": ("declutr MLM only", dict(contrastive=False))}
 PAUSE_ABLATIONS = (("pause 5% without the PU term", dict(annealing="off")),
                    ("pause 5% PU weight 1 from the start", dict(anneal_power=0.0)),
                    ("pause 5% per-epoch annealing", dict(annealing="per_epoch")))
@@ -565,11 +568,28 @@ def learning_rates(flag: str, values: List[str]) -> List[float]:
     return rates
 
 
+def declutr_variants(values: List[str]) -> List[str]:
+    """The --declutr_variants list, checked against DECLUTR_VARIANTS; an unknown or repeated name is a user error."""
+    unknown = [v for v in values if v not in DECLUTR_VARIANTS]
+    if unknown or len(set(values)) != len(values) or not values:
+        raise UserError(f"--declutr_variants={','.join(values)}: expected some of {','.join(DECLUTR_VARIANTS)}, "
+                        "each once, in the order to train them.")
+    return values
+
+
+def declutr_rows(variants: List[str], seed: int, steps: int) -> List[tuple]:
+    """(row, run, settings) of each DeCLUTR variant named in `variants`, in that order, at seed `seed`. The run's
+    name carries its budget (`steps`), so a run of another budget is trained again, not reused."""
+    return [(f"{row} seed {seed}", f"{row} {steps} steps seed {seed}", extra)
+            for row, extra in (DECLUTR_VARIANTS[v] for v in variants)]
+
+
 def main(argv):
     if FLAGS.relink_claims:
         print(relink_claims(FLAGS.results_dir, pages.command("bench.reproduce")))
         return
     pilot_lrs = learning_rates("pilot_lrs", FLAGS.pilot_lrs)
+    variants = declutr_variants(FLAGS.declutr_variants)
     simcse_lrs = learning_rates("simcse_lrs", FLAGS.simcse_lrs)
     if FLAGS.start and not os.path.isdir(FLAGS.start):  # before the ladder makes its artifacts directory
         raise FileNotFoundError(f"--start={FLAGS.start}: no such directory; give a pretrained BERT folder "
@@ -673,9 +693,7 @@ def main(argv):
                      train_steps_per_epoch=FLAGS.declutr_steps, eval_every=FLAGS.declutr_eval_every,
                      publish_best=True)
         for seed in seeds:
-            for variant, extra in DECLUTR_VARIANTS:
-                # The run's name carries its budget, so a run of another budget is trained again, not reused.
-                row, run = f"{variant} seed {seed}", f"{variant} {FLAGS.declutr_steps} steps seed {seed}"
+            for row, run, extra in declutr_rows(variants, seed, FLAGS.declutr_steps):
                 if ladder.finished(row, run):
                     continue
                 ladder.score(row, ladder.run(run, "declutr", dict(spans, seed=seed, **extra), sts_dev, row=row),
@@ -719,7 +737,7 @@ def probe_missing_rows(ladder: Ladder, raw: str, lr: float, seeds: List[int], si
                        [f"supervised {p}% seed {s}" for s in seeds for p in pcts], FLAGS.pause_steps),
         "declutr": ("declutr", dict(model=raw, batch_size=8, max_seq_len=128, min_span_len=16, max_span_len=96,
                                     train_lr=lr),
-                    [f"{v} seed {s}" for s in seeds for v, _ in DECLUTR_VARIANTS], FLAGS.declutr_steps),
+                    [f"{v} seed {s}" for s in seeds for v, _ in DECLUTR_VARIANTS.values()], FLAGS.declutr_steps),
         "trans_encoder": ("trans_encoder", dict(model=raw, cycles=1, train_lr=lr, cross_lr=lr),
                           [f"trans_encoder seed {s}" for s in seeds], FLAGS.te_steps),
     }

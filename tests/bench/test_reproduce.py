@@ -206,6 +206,24 @@ def test_learning_rate_flags_take_positive_numbers_only():
             reproduce.learning_rates("simcse_lrs", bad)
 
 
+def test_declutr_variants_train_in_the_order_given_and_unknown_names_are_refused():
+    import pytest
+
+    from bench import reproduce
+    from common.errors import UserError
+
+    assert reproduce.declutr_variants(["mlm_only", "contrastive_mlm"]) == ["mlm_only", "contrastive_mlm"]
+    assert [(row, run) for row, run, _ in reproduce.declutr_rows(["contrastive_only", "contrastive_mlm"], 2, 2000)] == [
+        ("declutr contrastive only seed 2", "declutr contrastive only 2000 steps seed 2"),
+        ("declutr contrastive + MLM seed 2", "declutr contrastive + MLM 2000 steps seed 2")]
+    assert [extra for _, _, extra in reproduce.declutr_rows(list(reproduce.DECLUTR_VARIANTS), 0, 10)] == [
+        {}, {"mlm": False}, {"contrastive": False}]
+    for bad in (["contrastive"], ["mlm_only", "mlm_only"], []):
+        with pytest.raises(UserError, match=r"--declutr_variants=.*: expected some of contrastive_mlm,"
+                                            r"contrastive_only,mlm_only, each once"):
+            reproduce.declutr_variants(bad)
+
+
 def test_a_missing_start_is_one_line_and_exit_2_and_leaves_no_artifacts_directory(tmp_path):
     result = run_module("bench.reproduce", [f"--start={tmp_path / 'missing'}", "--stages=",
                                             f"--artifacts_dir={tmp_path / 'ladder'}",
