@@ -242,6 +242,13 @@ class Ladder:
         entry = self.scores.get(row, {})
         return entry.get("run") == run and "sts_avg" in entry
 
+    def read_out(self, row: str, source: str, run: str) -> bool:
+        """Whether the scores entry `row` holds the scores of the model that the row `source` trained as the run
+        `run` ("simcse unsup (mean pooling) seed 0" read out of "simcse unsup seed 0"), so none is needed again."""
+        entry, trained = self.scores.get(row, {}), self.scores.get(source, {})
+        return (trained.get("run") == run and trained.get("run_id") is not None and "sts_avg" in entry
+                and entry.get("model_id") == trained["run_id"])
+
     def run(self, name: str, method: str, settings: Dict[str, Any], evaluator=None, row: str = None,
             after_step=None) -> str:
         """Trains (or reuses, or resumes) the run `name`; returns its model directory.
@@ -577,6 +584,13 @@ def declutr_variants(values: List[str]) -> List[str]:
     return values
 
 
+def simcse_run(mode: str, seed: int, steps: int, lr: float = None) -> str:
+    """The name of the SimCSE `mode` run at seed `seed`: it carries its budget (`steps`), so a run of another
+    budget (a page carried from an earlier ladder) is trained again, not reused; a learning-rate sweep's runs
+    carry their rate instead."""
+    return f"simcse {mode} lr {lr:g} seed {seed}" if lr is not None else f"simcse {mode} {steps} steps seed {seed}"
+
+
 def declutr_rows(variants: List[str], seed: int, steps: int) -> List[tuple]:
     """(row, run, settings) of each DeCLUTR variant named in `variants`, in that order, at seed `seed`. The run's
     name carries its budget (`steps`), so a run of another budget is trained again, not reused."""
@@ -643,21 +657,30 @@ def main(argv):
             chosen_lrs[mode] = (ladder.choose_on_dev(f"simcse {mode}", simcse_lrs, lambda x: simcse(mode, 0, at=x))
                                 if simcse_lrs else lr)
         at = chosen_lrs[mode] if at is None else at
-        name = f"simcse {mode} lr {at:g} seed {seed}" if simcse_lrs else f"simcse {mode} seed {seed}"
+        name = simcse_run(mode, seed, FLAGS.simcse_steps, at if simcse_lrs else None)
         return ladder.run(name, "simcse", dict(simcse_settings[mode], train_lr=at, seed=seed), sts_dev, row=row)
 
-    def unsup(seed: int) -> str:
-        return simcse("unsup", seed, row=f"simcse unsup seed {seed}")
+    def unsup(seed: int, need_model: bool = False) -> str:
+        """Trains (unless its rows hold this budget's scores) and scores SimCSE unsup at `seed`, CLS and mean
+        pooling; returns its model directory, or None when both rows were finished and `need_model` is false. A
+        model needed again on a fresh machine is trained again, and both rows are scored from the new one."""
+        row, mean = f"simcse unsup seed {seed}", f"simcse unsup (mean pooling) seed {seed}"
+        run = None if simcse_lrs else simcse_run("unsup", seed, FLAGS.simcse_steps)
+        if not need_model and run and ladder.finished(row, run) and ladder.read_out(mean, row, run):
+            return None
+        model = simcse("unsup", seed, row=row)
+        ladder.score(row, model, senteval=seed in senteval_seeds)
+        ladder.score(mean, model, pooling="mean", senteval=False)
+        return model
 
     if "simcse" in stages:
         for seed in seeds:
             if "unsup" in FLAGS.simcse_modes:
-                model = unsup(seed)
-                ladder.score(f"simcse unsup seed {seed}", model, senteval=seed in senteval_seeds)
-                ladder.score(f"simcse unsup (mean pooling) seed {seed}", model, pooling="mean", senteval=False)
-            if "sup" not in FLAGS.simcse_modes:
-                continue
+                unsup(seed)
             name = f"simcse sup seed {seed}"
+            if "sup" not in FLAGS.simcse_modes or (
+                    not simcse_lrs and ladder.finished(name, simcse_run("sup", seed, FLAGS.simcse_steps))):
+                continue
             ladder.score(name, simcse("sup", seed, row=name), senteval=seed in senteval_seeds)
     if "pause" in stages:
         # The paper's prior (1/3 for every class), not the toolkit's estimate from the labelled pairs. Every row
@@ -703,8 +726,11 @@ def main(argv):
             # The official protocol selects the best cycle on STS-B dev (labels used for nothing else).
             name = f"trans_encoder seed {seed}"
             run = f"trans_encoder {FLAGS.te_cycles} cycles of {FLAGS.te_steps} steps seed {seed}"
+            if (ladder.read_out(f"trans_encoder bi seed {seed}", name, run)
+                    and ladder.read_out(f"trans_encoder cross seed {seed}", name, run)):
+                continue
             te = ladder.run(run, "trans_encoder",
-                            dict(model=unsup(seed), cycles=FLAGS.te_cycles, train_epochs=1, seed=seed,
+                            dict(model=unsup(seed, need_model=True), cycles=FLAGS.te_cycles, train_epochs=1, seed=seed,
                                  train_steps_per_epoch=FLAGS.te_steps, train_lr=lr, cross_lr=lr, eval_each_epoch=True,
                                  evaluation_steps=FLAGS.te_eval_every, best_in_phase=True),
                             evaluator=sts_dev, row=name)

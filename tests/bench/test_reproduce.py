@@ -532,3 +532,49 @@ def test_a_run_trained_again_drops_the_scores_of_its_earlier_model_in_every_row_
     entry = again._entry_of("raw (mean)", str(tmp_path / "starts" / "bert_mini_books") + "/")
     assert entry["model_id"] == "bert_mini_books" and entry["sts_avg"] == 50.8
     assert "sts_avg" not in again._entry_of("raw (mean)", str(tmp_path / "other_start"))
+
+
+def test_simcse_and_trans_encoder_rows_a_page_finished_at_this_budget_are_not_trained_again(tmp_path, monkeypatch):
+    """A fresh machine's ladder trains a SimCSE row only if the page has no score of a run at this budget, and
+    a Trans-Encoder row only if its read-outs are missing; the Trans-Encoder row it trains needs its SimCSE unsup
+    model, trained again here and both SimCSE rows scored from it."""
+    from bench import reproduce
+    from common.evaluation import evaluators
+
+    page, root = tmp_path / "page", tmp_path / "ladder"
+    page.mkdir()
+    scored = {"sts_avg": 56.0, "stsb_dev": 60.0}
+    carried = {
+        "simcse unsup seed 0": {"run": "simcse unsup 4000 steps seed 0", "run_id": "U0", **scored},
+        "simcse unsup (mean pooling) seed 0": {"model_id": "U0", **scored},
+        "simcse unsup seed 1": {"run": "simcse unsup seed 1", "run_id": "old", **scored},  # an older budget
+        "simcse unsup (mean pooling) seed 1": {"model_id": "old", **scored},
+        "trans_encoder seed 0": {"run": "trans_encoder 2 cycles of 500 steps seed 0", "run_id": "T0"},
+        "trans_encoder bi seed 0": {"model_id": "T0", **scored},
+        "trans_encoder cross seed 0": {"model_id": "T0", **scored}}
+    (page / "results.json").write_text(json.dumps({"claims": [], "scores": carried}))
+    asked, read = [], []
+
+    def run(self, name, method, settings, evaluator=None, row=None, after_step=None):
+        asked.append(name)
+        return str(root / "runs" / name / "model" / f"id {name}")
+
+    monkeypatch.setattr(reproduce.Ladder, "run", run)
+    monkeypatch.setattr(reproduce.Ladder, "score", lambda self, name, model, **kw: read.append(name))
+    monkeypatch.setattr(reproduce.Ladder, "score_cross", lambda self, name, model: read.append(name))
+    for method in ("keep_time", "record_start", "record_phases", "record_phase_curves"):
+        monkeypatch.setattr(reproduce.Ladder, method, lambda self, *a: None)
+    monkeypatch.setattr(reproduce, "write_results", lambda *a: "page")
+    monkeypatch.setattr(evaluators, "StsbDevEvaluator", lambda *a, **kw: None)
+    with parsed_flags(reproduce.define_flags, [f"--start={tmp_path}", "--stages=simcse,trans_encoder",
+                                               "--simcse_modes=unsup", "--seeds=0,1", f"--artifacts_dir={root}",
+                                               f"--results_dir={page}", "--simcse_steps=4000"]):
+        reproduce.main([])
+    # Seed 0's rows are finished at this budget; seed 1's SimCSE is trained by its stage, then asked for again by
+    # Trans-Encoder seed 1 (Ladder.run gives back a model this machine has).
+    assert asked == ["simcse unsup 4000 steps seed 1", "simcse unsup 4000 steps seed 1",
+                     "trans_encoder 2 cycles of 500 steps seed 1"]
+    assert read == ["simcse unsup seed 1", "simcse unsup (mean pooling) seed 1"] * 2 + [
+        "trans_encoder bi seed 1", "trans_encoder cross seed 1"]
+    assert reproduce.simcse_run("sup", 2, 4000) == "simcse sup 4000 steps seed 2"
+    assert reproduce.simcse_run("sup", 2, 4000, 3e-4) == "simcse sup lr 0.0003 seed 2"
