@@ -1,4 +1,5 @@
-"""Shared fixtures, and the order in which test files start. DATA_PATH (set by `make test`) points at the data root."""
+"""Shared fixtures, the order in which test files start, and the graph optimizer of the test processes.
+DATA_PATH (set by `make test`) points at the data root."""
 
 from __future__ import annotations
 
@@ -35,6 +36,33 @@ def pytest_collection_modifyitems(config, items):
     with open(FILE_SECONDS, encoding="utf-8") as f:
         seconds = json.load(f)
     items[:] = longest_files_first(items, seconds, DEFAULT_SECONDS)
+
+
+# Grappler, TensorFlow's graph optimizer, rewrites each graph when it first runs. A test's graphs (a tiny
+# model's few training steps, one export) run a handful of times, so the rewrite costs more than it saves: a
+# tiny PAUSE run takes about a quarter less without it. The test processes run without it, except for the tests
+# of real models (marked `large`, or using the MiniLM fixture), which run their graphs as users do; the
+# scripts a test starts as subprocesses (each script's real entry point) keep TensorFlow's default too.
+_OPTIMIZED = {"on": True}
+
+
+def set_graph_optimizer(on: bool) -> None:
+    """Turns Grappler on (TensorFlow's default) or off for the graphs this process runs from now on."""
+    if _OPTIMIZED["on"] != on:
+        import tensorflow as tf
+
+        tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": not on})
+        _OPTIMIZED["on"] = on
+
+
+def uses_real_models(item) -> bool:
+    """Whether the test `item` runs a real model's graphs (marked `large`, or using the MiniLM fixture)."""
+    return item.get_closest_marker("large") is not None or "minilm_encoder" in getattr(item, "fixturenames", ())
+
+
+def pytest_runtest_setup(item):
+    # Before the test's fixtures are set up, so a module's fixture runs its graphs as its first test does.
+    set_graph_optimizer(uses_real_models(item))
 
 
 @pytest.fixture(scope="session")
