@@ -41,23 +41,23 @@ def pytest_collection_modifyitems(config, items):
 # Grappler, TensorFlow's graph optimizer, rewrites each graph when it first runs. A test's graphs (a tiny
 # model's few training steps, one export) run a handful of times, so the rewrite costs more than it saves: a
 # tiny PAUSE run takes about a quarter less without it. The test processes run without it, except for the tests
-# of real models (marked `large`, or using the MiniLM fixture), which run their graphs as users do; the
+# of real models (marked `large`, or using the MiniLM fixture) and those of a rewrite's effect (marked
+# `grappler`, e.g. oneDNN's fused bf16 feed-forward), which run their graphs as users do; the
 # scripts a test starts as subprocesses (each script's real entry point) keep TensorFlow's default too.
-_OPTIMIZED = {"on": True}
-
-
 def set_graph_optimizer(on: bool) -> None:
     """Turns Grappler on (TensorFlow's default) or off for the graphs this process runs from now on."""
-    if _OPTIMIZED["on"] != on:
-        import tensorflow as tf
+    import tensorflow as tf
 
+    off = tf.config.optimizer.get_experimental_options().get("disable_meta_optimizer", False)
+    if off == on:  # only on a change: setting the option resets the call options of every function
         tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": not on})
-        _OPTIMIZED["on"] = on
 
 
 def uses_real_models(item) -> bool:
-    """Whether the test `item` runs a real model's graphs (marked `large`, or using the MiniLM fixture)."""
-    return item.get_closest_marker("large") is not None or "minilm_encoder" in getattr(item, "fixturenames", ())
+    """Whether the test `item` runs its graphs as users do: a real model's (marked `large`, or using the MiniLM
+    fixture), or graphs whose Grappler rewrite it checks (marked `grappler`)."""
+    return (any(item.get_closest_marker(name) is not None for name in ("large", "grappler"))
+            or "minilm_encoder" in getattr(item, "fixturenames", ()))
 
 
 def pytest_runtest_setup(item):

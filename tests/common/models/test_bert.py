@@ -184,6 +184,7 @@ def test_every_dense_product_of_a_layer_is_one_fused_kernel(precision):
         assert not [op for op, _ in ops if op in ("Erf", "Erfc")]
 
 
+@pytest.mark.grappler
 def test_fused_bf16_feed_forward_rounds_once_from_float32():
     """In bf16, the fused kernel adds the bias and applies the GELU to the float32 accumulator and
     rounds once; the same ops unfused (eagerly) round after every step."""
