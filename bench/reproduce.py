@@ -660,7 +660,7 @@ def main(argv):
         name = simcse_run(mode, seed, FLAGS.simcse_steps, at if simcse_lrs else None)
         return ladder.run(name, "simcse", dict(simcse_settings[mode], train_lr=at, seed=seed), sts_dev, row=row)
 
-    def unsup(seed: int, need_model: bool = False) -> str:
+    def unsup(seed: int, need_model: bool = False) -> Optional[str]:
         """Trains (unless its rows hold this budget's scores) and scores SimCSE unsup at `seed`, CLS and mean
         pooling; returns its model directory, or None when both rows were finished and `need_model` is false. A
         model needed again on a fresh machine is trained again, and both rows are scored from the new one."""

@@ -53,7 +53,7 @@ def set_graph_optimizer(on: bool) -> None:
         tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": not on})
 
 
-def uses_real_models(item) -> bool:
+def runs_graphs_as_users_do(item) -> bool:
     """Whether the test `item` runs its graphs as users do: a real model's (marked `large`, or using the MiniLM
     fixture), or graphs whose Grappler rewrite it checks (marked `grappler`)."""
     return (any(item.get_closest_marker(name) is not None for name in ("large", "grappler"))
@@ -62,7 +62,7 @@ def uses_real_models(item) -> bool:
 
 def pytest_runtest_setup(item):
     # Before the test's fixtures are set up, so a module's fixture runs its graphs as its first test does.
-    set_graph_optimizer(uses_real_models(item))
+    set_graph_optimizer(runs_graphs_as_users_do(item))
 
 
 @pytest.fixture(scope="session")

@@ -19,11 +19,11 @@ def test_a_test_marked_large_runs_its_graphs_as_users_do():
 
 
 def test_a_test_on_the_minilm_fixture_counts_as_a_real_models_test(request):
-    from conftest import uses_real_models
+    from conftest import runs_graphs_as_users_do
 
-    assert uses_real_models(request.node) is False
+    assert runs_graphs_as_users_do(request.node) is False
     item = type("Item", (), {"get_closest_marker": lambda self, name: None, "fixturenames": ["minilm_encoder"]})()
-    assert uses_real_models(item)
+    assert runs_graphs_as_users_do(item)
 
 
 def test_set_graph_optimizer_sets_tensorflows_option_both_ways():
