@@ -22,6 +22,7 @@ LANDED_EXCEPTIONS = {
     "35ab489ba69b16d347955fd748f56de5ebdc6075",  # 74 characters
     "bf5102cf54a8965f92dfb18ec0621330ccb8e20b",  # 76 characters
     "4ba8116e11fa62592b563e1f55ed8a18b10d2028",  # 74 characters
+    "cf263cc73d49107e2c6d7f27978874da3ab0b6ea",  # 73 characters
 }
 
 
