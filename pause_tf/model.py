@@ -64,6 +64,11 @@ class SiameseModel(MethodModel):
         """
         u = self.encoder(inputs["premise"], training=training)["pooled"]  # [B, H]
         v = self.encoder(inputs["hypothesis"], training=training)["pooled"]  # [B, H]
+        return self.pair_head(u, v)
+
+    def pair_head(self, u: tf.Tensor, v: tf.Tensor) -> Dict[str, tf.Tensor]:
+        """What `call` computes from the two sides' pooled embeddings `u`, `v` [B, H] (the pair
+        SavedModel serves it over one trace of the encoder)."""
         features = tf.concat([u, v, tf.abs(u - v), u * v], axis=-1)  # [B, 4H]
         logits = self.classifier(self.hidden(features))  # [B, K]
         cos = tf.reduce_sum(tf.math.l2_normalize(u, -1) * tf.math.l2_normalize(v, -1), axis=-1)  # [B]

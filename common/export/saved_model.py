@@ -89,7 +89,8 @@ def export_pair_model(model, path: str, outputs: Tuple[str, ...] = ("logits", "c
     """Writes a sentence-pair SavedModel: (sentence1, sentence2) string batches -> `outputs`.
 
     Args:
-        model: keras.Model taking {"premise": strings, "hypothesis": strings}.
+        model: keras.Model taking {"premise": strings, "hypothesis": strings}, with an `encoder`
+            (SentenceEncoder) and `pair_head(u, v)`: its outputs from the two sides' pooled embeddings.
         path: str. Directory that must not exist.
         outputs: tuple of str. Keys of the model's output dict to serve.
     """
@@ -100,9 +101,14 @@ def export_pair_model(model, path: str, outputs: Tuple[str, ...] = ("logits", "c
     root.tokenizer_tables = _tokenizer_tables(model)
     spec = [tf.TensorSpec([None], tf.string, name="sentence1"), tf.TensorSpec([None], tf.string, name="sentence2")]
 
+    # Both sides go through one trace of the encoder (the model's `call` would trace it once per side).
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def embed(sentences):
+        return model.encoder(sentences, training=False)["pooled"]
+
     @tf.function(input_signature=spec)
     def serve(sentence1, sentence2):
-        out = model({"premise": sentence1, "hypothesis": sentence2}, training=False)
+        out = model.pair_head(embed(sentence1), embed(sentence2))
         return {k: out[k] for k in outputs}
 
     root.serve = serve

@@ -102,7 +102,8 @@ class MethodModel(keras.Model):
             `compute_losses(...)["total"]`, every other name the same key.
         pair_outputs: tuple of str or None. When set, the published artifact
             also holds a `siamese/` (sentence1, sentence2) -> outputs SavedModel
-            of `call({"premise": ..., "hypothesis": ...})`.
+            of `call({"premise": ..., "hypothesis": ...})`, served as the model's
+            `pair_head(u, v)` over the pooled embeddings of the two sides.
     """
 
     metric_names: Tuple[str, ...] = ("loss",)

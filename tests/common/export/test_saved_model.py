@@ -211,3 +211,26 @@ def test_tfhub_format_encoder_loads_and_trains_through_the_spec_path(tmp_path):
     changed = sum(not np.allclose(a, v.numpy()) for a, v in zip(snapshot, hub_vars))
     assert changed > len(hub_vars) // 2
     assert not np.allclose(before, encoder(texts)["embedding"].numpy())
+
+
+def test_pair_savedmodel_serves_the_models_outputs_over_one_trace_of_the_encoder(tiny_encoder, tmp_path, monkeypatch):
+    """PAUSE's `siamese/` SavedModel scores a pair as the model does (training=False), and traces the
+    encoder once for both sides."""
+    from common.export.saved_model import export_pair_model
+    from pause_tf.model import SiameseModel
+
+    model = SiameseModel(tiny_encoder, hidden_units=8)
+    pairs = {"premise": tf.constant(["a man plays a guitar .", "", "a dog runs ."]),
+             "hypothesis": tf.constant(["music is played .", "someone sleeps .", "an animal moves ."])}
+    expected = model(pairs, training=False)
+    traces = []
+    encoder_call = type(tiny_encoder).call
+    monkeypatch.setattr(type(tiny_encoder), "call", lambda self, *a, **k: traces.append(1) or encoder_call(self, *a, **k))
+    path = str(tmp_path / "siamese")
+    export_pair_model(model, path, SiameseModel.pair_outputs)
+    assert len(traces) == 1
+    served = tf.saved_model.load(path).signatures["serving_default"](sentence1=pairs["premise"],
+                                                                      sentence2=pairs["hypothesis"])
+    assert sorted(served) == sorted(SiameseModel.pair_outputs)
+    for key in SiameseModel.pair_outputs:
+        np.testing.assert_allclose(served[key].numpy(), expected[key].numpy(), rtol=1e-5, atol=1e-6)
