@@ -225,7 +225,8 @@ def test_pair_savedmodel_serves_the_models_outputs_over_one_trace_of_the_encoder
     expected = model(pairs, training=False)
     traces = []
     encoder_call = type(tiny_encoder).call
-    monkeypatch.setattr(type(tiny_encoder), "call", lambda self, *a, **k: traces.append(1) or encoder_call(self, *a, **k))
+    monkeypatch.setattr(type(tiny_encoder), "call",
+                        lambda self, *a, **k: traces.append(1) or encoder_call(self, *a, **k))
     path = str(tmp_path / "siamese")
     export_pair_model(model, path, SiameseModel.pair_outputs)
     assert len(traces) == 1
