@@ -89,8 +89,9 @@ def export_pair_model(model, path: str, outputs: Tuple[str, ...] = ("logits", "c
     """Writes a sentence-pair SavedModel: (sentence1, sentence2) string batches -> `outputs`.
 
     Args:
-        model: keras.Model taking {"premise": strings, "hypothesis": strings}, with an `encoder`
-            (SentenceEncoder) and `pair_head(u, v)`: its outputs from the two sides' pooled embeddings.
+        model: keras.Model taking {"premise": strings, "hypothesis": strings}. With an `encoder`
+            (SentenceEncoder) and `pair_head(u, v)` (its outputs from the two sides' pooled embeddings),
+            both sides are served through one trace of the encoder.
         path: str. Directory that must not exist.
         outputs: tuple of str. Keys of the model's output dict to serve.
     """
@@ -108,7 +109,10 @@ def export_pair_model(model, path: str, outputs: Tuple[str, ...] = ("logits", "c
 
     @tf.function(input_signature=spec)
     def serve(sentence1, sentence2):
-        out = model.pair_head(embed(sentence1), embed(sentence2))
+        if hasattr(model, "pair_head"):
+            out = model.pair_head(embed(sentence1), embed(sentence2))
+        else:  # a model without the hook is served through its own call (the encoder traced once per side)
+            out = model({"premise": sentence1, "hypothesis": sentence2}, training=False)
         return {k: out[k] for k in outputs}
 
     root.serve = serve

@@ -102,8 +102,9 @@ class MethodModel(keras.Model):
             `compute_losses(...)["total"]`, every other name the same key.
         pair_outputs: tuple of str or None. When set, the published artifact
             also holds a `siamese/` (sentence1, sentence2) -> outputs SavedModel
-            of `call({"premise": ..., "hypothesis": ...})`, served as the model's
-            `pair_head(u, v)` over the pooled embeddings of the two sides.
+            of `call({"premise": ..., "hypothesis": ...})`; a model that defines
+            `pair_head(u, v)` (its outputs from the two sides' pooled embeddings, as
+            `pause_tf.SiameseModel`) is served through one trace of its encoder.
     """
 
     metric_names: Tuple[str, ...] = ("loss",)

@@ -7,6 +7,7 @@ import sys
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 from packaging.requirements import Requirement
 
@@ -213,13 +214,28 @@ def test_tfhub_format_encoder_loads_and_trains_through_the_spec_path(tmp_path):
     assert not np.allclose(before, encoder(texts)["embedding"].numpy())
 
 
-def test_pair_savedmodel_serves_the_models_outputs_over_one_trace_of_the_encoder(tiny_encoder, tmp_path, monkeypatch):
+class _WithoutPairHead(keras.Model):
+    """A pair model that only has a `call` (no `pair_head`)."""
+
+    def __init__(self, inner):
+        super().__init__(name="without_pair_head")
+        self.inner = inner
+
+    def call(self, inputs, training=False):
+        return self.inner(inputs, training=training)
+
+
+@pytest.mark.parametrize("hook,traces_expected", [(True, 1), (False, 2)])
+def test_pair_savedmodel_serves_the_models_outputs_over_one_trace_of_the_encoder(tiny_encoder, tmp_path, monkeypatch,
+                                                                               hook, traces_expected):
     """PAUSE's `siamese/` SavedModel scores a pair as the model does (training=False), and traces the
-    encoder once for both sides."""
+    encoder once for both sides; a model without `pair_head` is served through its own call."""
     from common.export.saved_model import export_pair_model
     from pause_tf.model import SiameseModel
 
     model = SiameseModel(tiny_encoder, hidden_units=8)
+    if not hook:
+        model = _WithoutPairHead(model)
     pairs = {"premise": tf.constant(["a man plays a guitar .", "", "a dog runs ."]),
              "hypothesis": tf.constant(["music is played .", "someone sleeps .", "an animal moves ."])}
     expected = model(pairs, training=False)
@@ -229,7 +245,7 @@ def test_pair_savedmodel_serves_the_models_outputs_over_one_trace_of_the_encoder
                         lambda self, *a, **k: traces.append(1) or encoder_call(self, *a, **k))
     path = str(tmp_path / "siamese")
     export_pair_model(model, path, SiameseModel.pair_outputs)
-    assert len(traces) == 1
+    assert len(traces) == traces_expected
     served = tf.saved_model.load(path).signatures["serving_default"](sentence1=pairs["premise"],
                                                                       sentence2=pairs["hypothesis"])
     assert sorted(served) == sorted(SiameseModel.pair_outputs)
