@@ -16,8 +16,9 @@
    also with the original per-epoch annealing;
 5. declutr: contrastive + MLM, contrastive only, MLM only, on the books, each evaluating STS-B dev
    every `--declutr_eval_every` steps and publishing its best step, as the SimCSE rows do;
-6. trans_encoder: from the SimCSE unsup model of the same seed, selecting within each phase every
-   `--te_eval_every` steps and choosing its best cycle on STS-B dev.
+6. trans_encoder: from the SimCSE unsup model of the same seed, `--te_cycles` cycles of
+   `--te_cross_epochs` cross-encoder and `--te_bi_epochs` bi-encoder epochs over the unlabelled pairs,
+   selecting within each phase every `--te_eval_every` steps and choosing its best cycle on STS-B dev.
 
 Every trained row runs for each of `--seeds`. Every model is scored the way the papers score: the
 seven-set STS average and STS-B dev of the test_sts.py scorer, on untruncated sentences (up to
@@ -92,7 +93,13 @@ def define_flags() -> None:
     flags.DEFINE_list("declutr_variants", list(DECLUTR_VARIANTS), "DeCLUTR rows to train, in this order, for each "
                       "seed: contrastive_mlm (the paper's objective), contrastive_only, mlm_only (each term alone).")
     flags.DEFINE_integer("te_cycles", 2, "Trans-Encoder cycles.")
-    flags.DEFINE_integer("te_steps", 500, "Trans-Encoder steps per phase (caps each phase's epoch).", lower_bound=1)
+    flags.DEFINE_integer("te_cross_epochs", 1, "Trans-Encoder: cross-encoder epochs per cycle (the official "
+                         "protocol: 1).", lower_bound=1)
+    flags.DEFINE_integer("te_bi_epochs", 3, "Trans-Encoder: bi-encoder epochs per cycle (the official protocol: "
+                         "10; one pass over the pairs was still rising on STS-B dev here).", lower_bound=1)
+    flags.DEFINE_integer("te_steps", 0, "Trans-Encoder: caps each epoch of every phase at this many steps; 0: "
+                         "each epoch one pass over the pairs (the cross-encoder's counts both orders).",
+                         lower_bound=0)
     flags.DEFINE_integer("te_eval_every", 100, "Trans-Encoder: steps between STS-B dev evaluations within a phase; "
                          "each phase keeps its best (Trans-Encoder's --evaluation_steps, --best_in_phase).",
                          lower_bound=1)
@@ -591,6 +598,44 @@ def simcse_run(mode: str, seed: int, steps: int, lr: float = None) -> str:
     return f"simcse {mode} lr {lr:g} seed {seed}" if lr is not None else f"simcse {mode} {steps} steps seed {seed}"
 
 
+def te_budget(cycles: int, cross_epochs: int, bi_epochs: int, steps: int) -> str:
+    """A Trans-Encoder run's budget, as its name carries it: a run of another budget is trained again, not
+    reused, and the page leaves out rows of another budget. One epoch of each kind capped at `steps` keeps the
+    name such runs always had."""
+    if (cross_epochs, bi_epochs) == (1, 1) and steps:
+        return f"{cycles} cycles of {steps} steps"
+    epochs = (f"{cycles} cycles, {cross_epochs} cross-encoder and {bi_epochs} bi-encoder "
+              f"epoch{'s' if bi_epochs > 1 else ''}")
+    return f"{epochs} of at most {steps} steps" if steps else epochs
+
+
+def te_run(budget: str, seed: int) -> str:
+    """The name of the Trans-Encoder run of `budget` (`te_budget`) at seed `seed`."""
+    return f"trans_encoder {budget} seed {seed}"
+
+
+def budget_of_te() -> str:
+    """This invocation's Trans-Encoder budget (`te_budget` of the --te_* flags)."""
+    return te_budget(FLAGS.te_cycles, FLAGS.te_cross_epochs, FLAGS.te_bi_epochs, FLAGS.te_steps)
+
+
+def te_settings(lr: float) -> Dict[str, Any]:
+    """The Trans-Encoder settings of this invocation's budget, both kinds of phase at learning rate `lr`."""
+    return dict(cycles=FLAGS.te_cycles, cross_epochs=FLAGS.te_cross_epochs, train_epochs=FLAGS.te_bi_epochs,
+                train_steps_per_epoch=FLAGS.te_steps, train_lr=lr, cross_lr=lr)
+
+
+def te_phase_steps(settings: Dict[str, Any], data_path: str) -> Dict[str, int]:
+    """{"cross": steps, "bi": steps}: what one cycle's phases of the Trans-Encoder `settings` train, from the
+    number of pairs its `--pairs` hold (the method's own phase loop)."""
+    from common.training.registry import build_config
+    from trans_encoder_tf.method import pairs_of, phase_loop
+
+    config = build_config("trans_encoder", {**settings, "data_path": data_path})
+    n_pairs = len(pairs_of(config)[0])
+    return {kind: phase_loop(config, kind, n_pairs).total_steps for kind in ("cross", "bi")}
+
+
 def declutr_rows(variants: List[str], seed: int, steps: int) -> List[tuple]:
     """(row, run, settings) of each DeCLUTR variant named in `variants`, in that order, at seed `seed`. The run's
     name carries its budget (`steps`), so a run of another budget is trained again, not reused."""
@@ -725,14 +770,13 @@ def main(argv):
         for seed in seeds:
             # The official protocol selects the best cycle on STS-B dev (labels used for nothing else).
             name = f"trans_encoder seed {seed}"
-            run = f"trans_encoder {FLAGS.te_cycles} cycles of {FLAGS.te_steps} steps seed {seed}"
+            run = te_run(budget_of_te(), seed)
             if (ladder.read_out(f"trans_encoder bi seed {seed}", name, run)
                     and ladder.read_out(f"trans_encoder cross seed {seed}", name, run)):
                 continue
             te = ladder.run(run, "trans_encoder",
-                            dict(model=unsup(seed, need_model=True), cycles=FLAGS.te_cycles, train_epochs=1, seed=seed,
-                                 train_steps_per_epoch=FLAGS.te_steps, train_lr=lr, cross_lr=lr, eval_each_epoch=True,
-                                 evaluation_steps=FLAGS.te_eval_every, best_in_phase=True),
+                            dict(model=unsup(seed, need_model=True), seed=seed, **te_settings(lr),
+                                 eval_each_epoch=True, evaluation_steps=FLAGS.te_eval_every, best_in_phase=True),
                             evaluator=sts_dev, row=name)
             ladder.record_phases(name, te)
             ladder.score(f"trans_encoder bi seed {seed}", te, senteval=False)
@@ -765,25 +809,34 @@ def probe_missing_rows(ladder: Ladder, raw: str, lr: float, seeds: List[int], si
                                     train_lr=lr),
                     [f"{v} seed {s}" for s in seeds for v, _ in DECLUTR_VARIANTS.values()], FLAGS.declutr_steps),
         "trans_encoder": ("trans_encoder", dict(model=raw, cycles=1, train_lr=lr, cross_lr=lr),
-                          [f"trans_encoder seed {s}" for s in seeds], FLAGS.te_steps),
+                          [f"trans_encoder seed {s}" for s in seeds], None),
     }
     not_run = {}
     for family, (method, settings, rows, steps) in plan.items():
-        missing = [row for row in rows if not row_scored(ladder.scores, row)]
+        missing = [row for row in rows if not row_scored(ladder.scores, row, budget_of_te())]
         if not missing:
             continue
         per_step = ladder.probe(family, method, settings, FLAGS.probe_steps)
-        # A Trans-Encoder cycle runs a cross-encoder phase and a bi-encoder phase of `steps` each.
+        if family == "trans_encoder":
+            steps = te_phase_steps(dict(model=raw, **te_settings(lr)), ladder.data_path)
+        # A Trans-Encoder cycle runs a cross-encoder phase and a bi-encoder phase, of `steps[kind]` each.
         cycles = FLAGS.te_cycles if family == "trans_encoder" else 1
-        seconds = cycles * steps * sum(per_step.values())
         not_run[family] = dict(rows=missing, steps=steps, cycles=cycles, seconds_per_step=per_step,
-                               seconds_per_row=round(seconds, 1), probe_steps=FLAGS.probe_steps)
+                               probe_steps=FLAGS.probe_steps)
+        if family == "trans_encoder":
+            not_run[family]["budget"] = budget_of_te()
+        not_run[family]["seconds_per_row"] = round(row_seconds(not_run[family], steps), 1)
     ladder.scores["_not_run"] = not_run
     ladder._save("_not_run")
 
 
-def row_scored(scores: Dict[str, Any], row: str) -> bool:
-    """Whether the planned row `row` has its STS score (a Trans-Encoder row's is its bi-encoder's)."""
+def row_scored(scores: Dict[str, Any], row: str, te_budget_words: Optional[str] = None) -> bool:
+    """Whether the planned row `row` has its STS score (a Trans-Encoder row's is its bi-encoder's; with
+    `te_budget_words`, only from a run of that budget, `te_budget`)."""
+    if te_budget_words and row.startswith("trans_encoder seed "):
+        seed = int(row.rsplit(" ", 1)[1])
+        if scores.get(row, {}).get("run") != te_run(te_budget_words, seed):
+            return False
     return "sts_avg" in scores.get(row.replace("trans_encoder seed", "trans_encoder bi seed"), {})
 
 
@@ -794,19 +847,30 @@ def pause_steps_of(entry: Dict[str, Any]) -> int:
     return int(settings.get("train_epochs", 1) * settings.get("train_steps_per_epoch", 0))
 
 
-def at_budget(scores: Dict[str, Any], steps: int):
+def at_budget(scores: Dict[str, Any], steps: int, te_budget_words: Optional[str] = None):
     """(scores without the PAUSE-family rows trained at another number of steps than `steps`, [(row, its steps)]).
 
     A page carried from an earlier ladder may hold rows of an older budget; judging them beside rows of this
-    one would compare models trained ten times less."""
-    kept, other = {}, []
+    one would compare models trained ten times less. With `te_budget_words` (`te_budget`), the Trans-Encoder rows
+    of a run of another budget are left out too, and listed as (row, its run's name) after the PAUSE ones."""
+    kept, other, other_te = {}, [], []
+    te_rows = {}  # model ID of a Trans-Encoder run of another budget -> its run's name
+    for name, entry in scores.items():
+        if te_budget_words and isinstance(entry, dict) and name.startswith("trans_encoder seed ") and entry.get(
+                "run") and entry["run"] != te_run(te_budget_words, int(name.rsplit(" ", 1)[1])):
+            te_rows[entry.get("run_id")] = entry["run"]
     for name, entry in scores.items():
         if (isinstance(entry, dict) and name.startswith(PERCENT_ROWS) and "sts_avg" in entry
                 and pause_steps_of(entry) not in (0, steps)):
             other.append((name, pause_steps_of(entry)))
             continue
+        if isinstance(entry, dict) and name.startswith("trans_encoder ") and (
+                entry.get("run_id") in te_rows or entry.get("model_id") in te_rows):
+            if "sts_avg" in entry:
+                other_te.append((name, te_rows[entry["model_id"]]))
+            continue
         kept[name] = entry
-    return kept, sorted(other)
+    return kept, sorted(other) + sorted(other_te)
 
 
 def pause_estimate(scores: Dict[str, Any]) -> str:
@@ -818,22 +882,44 @@ def pause_estimate(scores: Dict[str, Any]) -> str:
         else ""
 
 
-def not_run_lines(scores: Dict[str, Any], budgets: Optional[Dict[str, int]] = None) -> List[str]:
+def row_seconds(entry: Dict[str, Any], steps) -> float:
+    """Training seconds of one planned row of the probe `entry` at `steps`: an int for every phase, or
+    {"cross": steps, "bi": steps} per Trans-Encoder cycle, each kind at its own phase's seconds per step."""
+    per_step = entry["seconds_per_step"]
+    if isinstance(steps, dict):
+        per_cycle = sum(sec * steps["cross" if "_cross_" in phase else "bi"] for phase, sec in per_step.items())
+    else:
+        per_cycle = steps * sum(per_step.values())
+    return entry["cycles"] * per_cycle
+
+
+def _steps_words(steps) -> str:
+    if isinstance(steps, dict):
+        return f"{steps['cross']} cross-encoder and {steps['bi']} bi-encoder steps"
+    return f"{steps} steps"
+
+
+def not_run_lines(scores: Dict[str, Any], budgets: Optional[Dict[str, Any]] = None) -> List[str]:
     """The page's account of the planned rows not run yet, with the training time they would need here: the
     rows of the last probe (`_not_run`) less those scored since. `budgets` ({family: steps}) are this
     invocation's: a row is accounted at its family's budget (the probe's seconds per step times it), not at the
     steps of a probe an earlier invocation ran; a PAUSE-family probe of another budget is left out (the page's
-    own section lists those rows)."""
+    own section lists those rows), and so is a Trans-Encoder probe of another budget (`budgets` gives it as
+    `te_budget`'s words: its phases' steps depend on the pairs, known to the probe)."""
     budgets = budgets or {}
     found = {}
     for family, entry in scores.get("_not_run", {}).items():
-        steps = budgets.get(family, entry["steps"])
+        if family == "trans_encoder":
+            if family in budgets and entry.get("budget") != budgets[family]:
+                continue  # a probe of another budget: the rows are accounted once probed at this one
+            steps = entry["steps"]
+        else:
+            steps = budgets.get(family, entry["steps"])
         if family in PERCENT_ROWS and entry["steps"] != steps:
             continue  # a probe of another budget: the page's own section lists these rows
-        rows = [row for row in entry["rows"] if not row_scored(scores, row)]
+        rows = [row for row in entry["rows"] if not row_scored(scores, row, budgets.get("trans_encoder"))]
         if rows:
-            per_row = entry["cycles"] * steps * sum(entry["seconds_per_step"].values())
-            found[family] = dict(entry, rows=rows, steps=steps, seconds_per_row=per_row)
+            found[family] = dict(entry, rows=rows, steps=steps, seconds_per_row=row_seconds(entry, steps))
     if not found:
         return []
     lines = ["## Not run yet", "",
@@ -848,7 +934,7 @@ def not_run_lines(scores: Dict[str, Any], budgets: Optional[Dict[str, int]] = No
         total += seconds
         cycles = f"{entry['cycles']} cycles of " if entry["cycles"] > 1 else ""
         lines.append(f"- {family}: {len(entry['rows'])} rows ({', '.join(entry['rows'])}), each {cycles}"
-                     f"{entry['steps']} steps at {per} per step (measured over {entry['probe_steps']} steps): "
+                     f"{_steps_words(entry['steps'])} at {per} per step (measured over {entry['probe_steps']} steps): "
                      f"about {seconds / 3600:.1f} h of training in all.")
     lines += ["", f"In all: about {total / 3600:.1f} h of training on this machine.", ""]
     return lines
@@ -1539,7 +1625,9 @@ def other_cores_clause(invocations) -> str:
 def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, command: str) -> str:
     """The results page (`results_dir`/README.md), its plots and results.json; returns the page's text."""
     recorded = scores  # results.json keeps every row, those of another budget too
-    scores, other_budget = at_budget(scores, FLAGS.pause_steps)
+    scores, other_budget = at_budget(scores, FLAGS.pause_steps, budget_of_te())
+    other_te = [(name, run) for name, run in other_budget if isinstance(run, str)]
+    other_budget = [(name, steps) for name, steps in other_budget if not isinstance(steps, str)]
     found = claims(scores, FLAGS.percentages, collapsed_runs(scores, runs_root))
     lines = pages.header("Reproduction ladder: results", "bench.reproduce", command, results_dir=results_dir)
     lines += _start_lines(scores) + [""]
@@ -1562,6 +1650,11 @@ def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, comm
                   f"table, the claims and the plots until trained at {FLAGS.pause_steps} steps of 64 pairs "
                   + pause_estimate(scores) + ":", "",
                   *[f"- {name} ({steps} steps)" for name, steps in other_budget], ""]
+    if other_te:
+        lines += ["## Trans-Encoder rows not yet trained at this budget", "",
+                  f"Rows that earlier invocations trained at another budget; they are left out of the table, the "
+                  f"claims and the plots until trained at {budget_of_te()}:", "",
+                  *[f"- {name} ({run})" for name, run in other_te], ""]
     curves = pause_curve_table(scores, FLAGS.percentages)
     if curves:
         lines += ["## PAUSE and supervised-only over training", "",
@@ -1588,7 +1681,7 @@ def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, comm
                   *te_phases, ""]
     lines += not_run_lines(scores, {"pause": FLAGS.pause_steps, "supervised": FLAGS.pause_steps,
                                     "simcse unsup": FLAGS.simcse_steps, "simcse sup": FLAGS.simcse_steps,
-                                    "declutr": FLAGS.declutr_steps, "trans_encoder": FLAGS.te_steps})
+                                    "declutr": FLAGS.declutr_steps, "trans_encoder": budget_of_te()})
     meta = scores.get("_meta", {})
     # The first run's start, kept in _meta: the runs' folders of an earlier machine are not on this one.
     found_first = _first_run_start(runs_root)

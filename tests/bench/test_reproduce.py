@@ -302,22 +302,35 @@ def test_a_probe_times_the_steps_of_a_row_and_the_page_says_what_rows_not_run_wo
     assert json.load(open(tmp_path / "ladder" / "scores.json"))["_probes"]["simcse unsup"]["steps"] == 5
     scores = {"_not_run": {"pause": dict(rows=["pause 5% seed 0", "pause 5% seed 1"], steps=200, cycles=1,
                                          seconds_per_step={"": 0.9}, seconds_per_row=180.0, probe_steps=30),
-                           "trans_encoder": dict(rows=["trans_encoder seed 0"], steps=200, cycles=2,
+                           "trans_encoder": dict(rows=["trans_encoder seed 0"], steps={"cross": 300, "bi": 200},
+                                                 cycles=2, budget="2 cycles, 1 cross-encoder and 2 bi-encoder epochs",
                                                  seconds_per_step={"cycle1_cross_a": 1.0, "cycle1_bi_a": 0.5},
-                                                 seconds_per_row=600.0, probe_steps=30)}}
+                                                 seconds_per_row=800.0, probe_steps=30)}}
     lines = reproduce.not_run_lines(scores)
     assert lines[0] == "## Not run yet"
     assert "- pause: 2 rows (pause 5% seed 0, pause 5% seed 1), each 200 steps at training 0.9 s per step " \
            "(measured over 30 steps): about 0.1 h of training in all." in lines
-    assert any(line.startswith("- trans_encoder: 1 rows (trans_encoder seed 0), each 2 cycles of 200 steps at "
-                               "cycle1_cross_a 1 s, cycle1_bi_a 0.5 s per step") for line in lines)
+    # Each kind of Trans-Encoder phase at its own steps and seconds per step: 2 x (300 x 1 + 200 x 0.5) s.
+    assert "- trans_encoder: 1 rows (trans_encoder seed 0), each 2 cycles of 300 cross-encoder and 200 " \
+           "bi-encoder steps at cycle1_cross_a 1 s, cycle1_bi_a 0.5 s per step (measured over 30 steps): about " \
+           "0.2 h of training in all." in lines
+    assert reproduce.row_seconds(scores["_not_run"]["trans_encoder"], {"cross": 300, "bi": 200}) == 800.0
     assert "In all: about 0.3 h of training on this machine." in lines
     # A probe of another PAUSE budget is left to the page's own list of rows at another budget.
     assert not any(line.startswith("- pause:") for line in reproduce.not_run_lines(scores, {"pause": 2000}))
     # Another family is accounted at this invocation's budget, not at the probe's steps.
-    assert any(line.startswith("- trans_encoder: 1 rows (trans_encoder seed 0), each 2 cycles of 500 steps at ")
-               and line.endswith("about 0.4 h of training in all.")
-               for line in reproduce.not_run_lines(scores, {"pause": 2000, "trans_encoder": 500}))
+    assert any(line.startswith("- simcse unsup: 1 rows") and line.endswith("about 0.2 h of training in all.")
+               for line in reproduce.not_run_lines(
+                   {"_not_run": {"simcse unsup": dict(scores["_not_run"]["pause"], rows=["simcse unsup seed 0"])}},
+                   {"simcse unsup": 800}))
+    # A Trans-Encoder probe of another budget is left out (its phases' steps are known only to a probe of this
+    # one), and a row scored at another budget is still planned at this one.
+    te_budget = scores["_not_run"]["trans_encoder"]["budget"]
+    assert not any("trans_encoder" in line for line in reproduce.not_run_lines(scores, {"trans_encoder": "other"}))
+    old_run = {"trans_encoder seed 0": {"run": "trans_encoder 2 cycles of 500 steps seed 0"},
+               "trans_encoder bi seed 0": {"sts_avg": 40.0}}
+    assert any(line.startswith("- trans_encoder: 1 rows") for line in reproduce.not_run_lines(
+        {**scores, **old_run}, {"trans_encoder": te_budget}))
     assert reproduce.not_run_lines({}) == []
     # Rows scored since the probe leave the account; a family all scored leaves it whole.
     scores["pause 5% seed 1"] = {"sts_avg": 50.0}
@@ -484,6 +497,40 @@ def test_trans_encoder_phases_show_whether_their_budget_let_the_dev_curve_peak(t
     assert (tmp_path / "page" / "dev_curves.png").exists() and "![dev_curves.png](dev_curves.png)" in page
 
 
+def test_trans_encoder_rows_of_another_budget_are_listed_apart_not_judged(tmp_path):
+    """A page carried from an earlier ladder holds a Trans-Encoder seed trained at the old budget: it leaves the
+    table, the claims and the phase table, and is listed with its run's name, until trained at this budget."""
+    from bench import reproduce
+
+    scores = {"raw (mean)": {"sts_avg": 50.0, "stsb_dev": 59.0}}
+    for seed in range(3):
+        scores[f"simcse unsup seed {seed}"] = {"sts_avg": 55.0 + seed, "stsb_dev": 60.0}
+    budgets = {0: "2 cycles of 500 steps", 1: "2 cycles, 1 cross-encoder and 3 bi-encoder epochs"}
+    for seed, budget in budgets.items():
+        scores[f"trans_encoder seed {seed}"] = {"run": f"trans_encoder {budget} seed {seed}", "run_id": f"T{seed}",
+                                                "phases": [{"phase": "cycle1_bi_a", "cycle": 1, "kind": "bi",
+                                                            "label_std": 0.2,
+                                                            "stsb_dev_curve": [[100, 60.0 + 10 * seed]]}]}
+        scores[f"trans_encoder bi seed {seed}"] = {"model_id": f"T{seed}", "sts_avg": 40.0 + 10 * seed,
+                                                   "stsb_dev": 45.0}
+        scores[f"trans_encoder cross seed {seed}"] = {"model_id": f"T{seed}", "sts_avg": 20.0, "stsb_dev": 30.0}
+    with parsed_flags(reproduce.define_flags, []):
+        assert reproduce.budget_of_te() == budgets[1]
+        kept, other = reproduce.at_budget(scores, 2000, reproduce.budget_of_te())
+    assert other == [("trans_encoder bi seed 0", "trans_encoder 2 cycles of 500 steps seed 0"),
+                     ("trans_encoder cross seed 0", "trans_encoder 2 cycles of 500 steps seed 0")]
+    assert not any(name.endswith("seed 0") and name.startswith("trans_encoder") for name in kept)
+    assert reproduce.at_budget(scores, 2000)[1] == []  # without a budget nothing of Trans-Encoder's is left out
+    _write_page(tmp_path, scores, "5")
+    page = (tmp_path / "page" / "README.md").read_text()
+    section = page.split("## Trans-Encoder rows not yet trained at this budget")[1].split("##")[0]
+    assert "until trained at 2 cycles, 1 cross-encoder and 3 bi-encoder epochs:" in section
+    assert "- trans_encoder bi seed 0 (trans_encoder 2 cycles of 500 steps seed 0)" in section
+    claim = next(line for line in page.splitlines() if line.startswith("- Trans-Encoder bi-encoder above"))
+    assert "trans_encoder bi 50.00" in claim and "1 seed" in claim  # seed 1 alone
+    assert "| cycle1_bi_a | 1 | 100 | 70.00 |" in page
+
+
 def test_the_page_says_what_simcse_unsups_spread_between_seeds_means_for_a_user(tmp_path):
     from bench.reproduce import seed_spread_lines
 
@@ -568,7 +615,8 @@ def test_simcse_and_trans_encoder_rows_a_page_finished_at_this_budget_are_not_tr
     monkeypatch.setattr(evaluators, "StsbDevEvaluator", lambda *a, **kw: None)
     with parsed_flags(reproduce.define_flags, [f"--start={tmp_path}", "--stages=simcse,trans_encoder",
                                                "--simcse_modes=unsup", "--seeds=0,1", f"--artifacts_dir={root}",
-                                               f"--results_dir={page}", "--simcse_steps=4000"]):
+                                               f"--results_dir={page}", "--simcse_steps=4000",
+                                               "--te_steps=500", "--te_bi_epochs=1"]):
         reproduce.main([])
     # Seed 0's rows are finished at this budget; seed 1's SimCSE is trained by its stage, then asked for again by
     # Trans-Encoder seed 1 (Ladder.run gives back a model this machine has).
@@ -576,5 +624,15 @@ def test_simcse_and_trans_encoder_rows_a_page_finished_at_this_budget_are_not_tr
                      "trans_encoder 2 cycles of 500 steps seed 1"]
     assert read == ["simcse unsup seed 1", "simcse unsup (mean pooling) seed 1"] * 2 + [
         "trans_encoder bi seed 1", "trans_encoder cross seed 1"]
+    # At another Trans-Encoder budget (the default: whole epochs, 3 of the bi-encoder), seed 0's row is trained
+    # again under a name that carries it, from its SimCSE model trained again here.
+    asked.clear()
+    with parsed_flags(reproduce.define_flags, [f"--start={tmp_path}", "--stages=trans_encoder", "--seeds=0",
+                                               f"--artifacts_dir={root}", f"--results_dir={page}",
+                                               "--simcse_steps=4000"]):
+        reproduce.main([])
+    assert asked == ["simcse unsup 4000 steps seed 0",
+                     "trans_encoder 2 cycles, 1 cross-encoder and 3 bi-encoder epochs seed 0"]
+    assert reproduce.te_budget(2, 1, 3, 500) == "2 cycles, 1 cross-encoder and 3 bi-encoder epochs of at most 500 steps"
     assert reproduce.simcse_run("sup", 2, 4000) == "simcse sup 4000 steps seed 2"
     assert reproduce.simcse_run("sup", 2, 4000, 3e-4) == "simcse sup lr 0.0003 seed 2"
