@@ -1372,6 +1372,28 @@ def selected_curve_rows(scores: Dict[str, Any]) -> Dict[str, List[Dict[str, Any]
     return {name: entries for name, entries in groups.items() if entries}
 
 
+def uncurved_rows(scores: Dict[str, Any]) -> List[str]:
+    """The trained SimCSE and DeCLUTR rows (one per seed) without an STS-B dev curve: trained before the ladder
+    evaluated while training, so the page cannot show that their budget let them peak."""
+    return [name for name, entry in scores.items()
+            if isinstance(entry, dict) and name.startswith(SELECTED_FAMILIES) and " seed " in name
+            and "sts_avg" in entry and entry.get("run") and not (entry.get("curves") or {}).get("stsb_dev")]
+
+
+def uncurved_line(scores: Dict[str, Any]) -> List[str]:
+    """The page's line naming the `uncurved_rows`, grouped by row ([] when every trained row has its curve)."""
+    groups: Dict[str, List[str]] = {}
+    for name in uncurved_rows(scores):
+        row, seed = name.split(" seed ")
+        groups.setdefault(row, []).append(seed)
+    if not groups:
+        return []
+    named = "; ".join(f"{row} seed{'s' if len(seeds) > 1 else ''} {', '.join(seeds)}" for row, seeds in
+                      sorted(groups.items(), key=lambda item: _order(item[0])))
+    return [f"Rows with no curve yet (trained before the ladder evaluated STS-B dev while training; their budget "
+            f"is not shown until trained again, which reproduces them): {named}.", ""]
+
+
 def curve_shape(steps, values) -> str:
     """Where a dev curve's best point lies: "peaked" before the last evaluation (at its first one: the peak may
     lie before it), a "plateau" at the last one (within `STILL_RISING` of the evaluation before), or "still
@@ -1663,14 +1685,15 @@ def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, comm
                   "column is the first logged step at which the labelled pairs of a batch were classified with "
                   "accuracy >= 0.99 (the kept labels memorised), one value per seed.", "", *curves, "",
                   *ablation_lines(scores), ""]
-    selected = selected_curve_table(scores)
-    if selected:
+    selected, uncurved = selected_curve_table(scores), uncurved_line(scores)
+    if selected or uncurved:
         lines += ["## SimCSE and DeCLUTR over training", "",
                   "These rows evaluate STS-B dev while they train and publish their best evaluation; a curve that "
                   "peaked before its last evaluation, or flattened there, had budget enough (one that peaked at its "
                   "first evaluation may have peaked earlier still); one still rising "
                   f"(its last evaluation its best, by more than {STILL_RISING} points) needs more steps. "
-                  "`dev_curves.png` below draws them" + start_dev_clause(scores) + ".", "", *selected, ""]
+                  "`dev_curves.png` below draws them" + start_dev_clause(scores) + ".", "",
+                  *([*selected, ""] if selected else []), *uncurved]
     te_phases = te_phase_table(scores)
     if te_phases:
         lines += ["## Trans-Encoder within each phase", "",

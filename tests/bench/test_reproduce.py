@@ -423,6 +423,18 @@ def test_simcse_and_declutr_rows_show_whether_their_budget_let_the_dev_curve_pea
     assert ("| declutr contrastive + MLM | 3 | 1000, 1000, 1000 | 60.00 ± 1.00 | 60.00 ± 1.00 | "
             "still rising; still rising; still rising |") in page
     assert (tmp_path / "page" / "dev_curves.png").exists() and "![dev_curves.png](dev_curves.png)" in page
+    assert "Rows with no curve yet" not in page
+    # Rows trained before the ladder evaluated while training are named, their read-outs (no run) not.
+    for seed in (1, 2):
+        scores[f"simcse unsup seed {seed}"] = {"sts_avg": 57.0, "stsb_dev": 63.0, "run": f"simcse unsup seed {seed}"}
+        scores[f"simcse sup seed {seed}"] = {"sts_avg": 70.0, "stsb_dev": 75.0, "run": f"simcse sup seed {seed}"}
+        scores[f"simcse unsup (mean pooling) seed {seed}"] = {"sts_avg": 57.0, "stsb_dev": 63.0, "model_id": "U"}
+    _write_page(tmp_path, scores, "5")
+    page = (tmp_path / "page" / "README.md").read_text()
+    assert ("Rows with no curve yet (trained before the ladder evaluated STS-B dev while training; their budget is "
+            "not shown until trained again, which reproduces them): simcse sup seeds 1, 2; simcse unsup seeds 1, "
+            "2.") in page  # in the results table's order
+    assert "| simcse unsup | 1 | 500 |" in page  # seed 0 keeps its curve
 
 
 def test_a_page_rewritten_without_a_rows_event_files_draws_its_recorded_curves_or_keeps_the_figure(tmp_path):
