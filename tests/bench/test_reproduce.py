@@ -343,6 +343,56 @@ def test_a_probe_times_the_steps_of_a_row_and_the_page_says_what_rows_not_run_wo
     assert reproduce.not_run_lines(scores) == []
 
 
+def test_not_run_lines_state_what_trained_rows_of_the_family_took():
+    """Beside the probe's estimate (steps only), the page states what the rows of a family already trained at
+    this budget took here, evaluations included: one row per run, a resumed run at its total, other budgets out."""
+    from bench import reproduce
+
+    budget = "2 cycles, 1 cross-encoder and 2 bi-encoder epochs"
+    te_probe = dict(rows=["trans_encoder seed 2"], steps={"cross": 300, "bi": 200}, cycles=2, budget=budget,
+                    seconds_per_step={"cycle1_cross_a": 1.0, "cycle1_bi_a": 0.5}, seconds_per_row=800.0,
+                    probe_steps=30)
+    pause_probe = dict(rows=["pause 5% seed 2"], steps=200, cycles=1, seconds_per_step={"": 0.9},
+                       seconds_per_row=180.0, probe_steps=30)
+    trained = {
+        # One run under its row's name and its run's name: counted once, at the row's budget.
+        "trans_encoder seed 1": {"run": reproduce.te_run(budget, 1), "run_id": "r1", "train_seconds": 3600.0,
+                                 "metrics": {"step": 10}},
+        reproduce.te_run(budget, 1): {"run": reproduce.te_run(budget, 1), "run_id": "r1", "train_seconds": 3600.0},
+        "trans_encoder bi seed 1": {"sts_avg": 50.0, "model_id": "r1"},
+        # A run of another budget is not this budget's measure.
+        "trans_encoder seed 0": {"run": "trans_encoder 2 cycles of 500 steps seed 0", "run_id": "r0",
+                                 "train_seconds": 60.0},
+        "trans_encoder bi seed 0": {"sts_avg": 40.0, "model_id": "r0"},
+        # A resumed run counts all its pieces (the loop's total), not its last piece.
+        "pause 5% seed 0": {"sts_avg": 50.0, "run_id": "p0", "train_seconds": 10.0, "metrics": {"seconds": 1200.0},
+                            "settings": {"train_epochs": 1, "train_steps_per_epoch": 200}},
+        "pause 30% seed 0": {"sts_avg": 50.0, "run_id": "p1", "train_seconds": 1800.0,
+                             "settings": {"train_epochs": 1, "train_steps_per_epoch": 200}},
+        "pause 30% seed 1": {"sts_avg": 50.0, "run_id": "p2", "train_seconds": 9.0,
+                             "settings": {"train_epochs": 1, "train_steps_per_epoch": 100}},  # another budget
+        "pause 5% seed 1": {"run_id": "p3", "train_seconds": 5000.0},  # not scored: not a measure yet
+    }
+    assert sorted(reproduce.trained_seconds(trained, "trans_encoder", budget)) == [3600.0]
+    assert sorted(reproduce.trained_seconds(trained, "pause", 200)) == [1200.0, 1800.0]
+    assert reproduce.run_seconds(trained["pause 5% seed 0"]) == 1200.0
+    assert reproduce.run_seconds({"sts_avg": 1.0}) is None
+    lines = reproduce.not_run_lines({**trained, "_not_run": {"trans_encoder": te_probe, "pause": pause_probe}},
+                                    {"trans_encoder": budget, "pause": 200})
+    te_line = next(line for line in lines if line.startswith("- trans_encoder:"))
+    assert te_line.endswith("about 0.2 h of training in all. The row of this family already trained at this "
+                            "budget took 60 minutes, evaluations during training included: about 1.0 h for these.")
+    pause_line = next(line for line in lines if line.startswith("- pause:"))
+    assert pause_line.endswith("The 2 rows of this family already trained at this budget took a median of 25 "
+                               "minutes each, evaluations during training included: about 0.4 h for these.")
+    assert "In all: about 0.3 h of training on this machine; about 1.4 h at the time the rows already trained " \
+           "took." in lines
+    # A family none of whose rows is trained yet keeps the probe's estimate alone, and so does the total.
+    lines = reproduce.not_run_lines({"_not_run": {"pause": pause_probe}}, {"pause": 200})
+    assert next(line for line in lines if line.startswith("- pause:")).endswith("of training in all.")
+    assert "In all: about 0.1 h of training on this machine." in lines
+
+
 def test_a_page_rewrite_of_no_seconds_does_not_set_the_other_cores():
     from bench import reproduce
 
