@@ -1500,7 +1500,26 @@ def seed_spread_lines(scores: Dict[str, Any], row: str = "simcse unsup") -> List
             "of one seed against one seed of another method can be decided by the seeds. The seed best on STS-B "
             f"dev (seed {seeds[chosen][0]}, {dev[chosen]:.2f}) is {where} on STS avg ({avg[chosen]:.2f}): "
             f"training {len(seeds)} seeds and keeping the one best on STS-B dev (or on your own dev pairs) gave "
-            f"{avg[chosen] - avg.mean():+.2f} points over the mean seed here."]
+            f"{avg[chosen] - avg.mean():+.2f} points over the mean seed here."] + _read_out_spread(scores, row, seeds)
+
+
+def _read_out_spread(scores: Dict[str, Any], row: str, seeds) -> List[str]:
+    """The same seeds' models read out with mean pooling (the "<row> (mean pooling) seed N" rows), when every seed
+    has one: whether the spread between seeds is in the read-out the row trains or in the encoder."""
+    pooled = [scores.get(f"{row} (mean pooling) seed {s}", {}).get("sts_avg") for s, _ in seeds]
+    if any(p is None for p in pooled):
+        return []
+    pooled, avg = np.asarray(pooled), np.asarray([e["sts_avg"] for _, e in seeds])
+    sd, sd_row = np.std(pooled, ddof=1), np.std(avg, ddof=1)
+    raw = scores.get("raw (mean)", {}).get("sts_avg")
+    line = (f"The same {len(seeds)} models read out with mean pooling instead of the pooling they were trained "
+            f"with: STS avg from {pooled.min():.2f} to {pooled.max():.2f} (sd {sd:.2f}), mean {pooled.mean():.2f}"
+            + (f", {pooled.mean() - raw:+.2f} over the raw model" if raw is not None else "") + ".")
+    if sd < sd_row / 2:
+        line += (" Most of the spread between seeds is in the read-out they learn, not in their encoders: read "
+                 f"out with mean pooling, the {len(seeds)} models lie within {pooled.max() - pooled.min():.2f} "
+                 "points of each other.")
+    return ["", line]
 
 
 def te_phase_rows(scores: Dict[str, Any]) -> Dict[str, List[List[List[float]]]]:

@@ -609,6 +609,21 @@ def test_the_page_says_what_simcse_unsups_spread_between_seeds_means_for_a_user(
     _write_page(tmp_path, scores, "5")
     page = (tmp_path / "page" / "README.md").read_text()
     assert f"## The spread between seeds\n\n{spread}\n\n{advice}\n" in page
+    # With every seed's model also read out with mean pooling, the page says where the spread lies.
+    for seed, avg in enumerate([57.3, 57.6, 56.4, 57.0, 56.5]):
+        scores[f"simcse unsup (mean pooling) seed {seed}"] = {"sts_avg": avg, "stsb_dev": 60.0}
+    lines = seed_spread_lines(scores)
+    assert lines[:3] == [spread, "", advice] and lines[3] == ""
+    assert lines[4] == ("The same 5 models read out with mean pooling instead of the pooling they were trained with: "
+                        "STS avg from 56.40 to 57.60 (sd 0.51), mean 56.96, +6.96 over the raw model. Most of the "
+                        "spread between seeds is in the read-out they learn, not in their encoders: read out with "
+                        "mean pooling, the 5 models lie within 1.20 points of each other.")
+    # A mean-pooled spread as wide as the row's says nothing about the read-out; a seed without one, nothing.
+    wide = {**scores, **{f"simcse unsup (mean pooling) seed {s}": {"sts_avg": a}
+                         for s, a in enumerate([50.0, 57.5, 56.9, 56.8, 55.0])}}
+    assert "Most of the spread" not in seed_spread_lines(wide)[4]
+    del scores["simcse unsup (mean pooling) seed 4"]
+    assert seed_spread_lines(scores) == [spread, "", advice]
 
 
 def test_a_run_trained_again_drops_the_scores_of_its_earlier_model_in_every_row_read_out_of_it(tmp_path):
