@@ -1434,13 +1434,18 @@ def uncurved_line(scores: Dict[str, Any]) -> List[str]:
             f"is not shown until trained again, which reproduces them): {named}.", ""]
 
 
-def curve_shape(steps, values) -> str:
+def curve_shape(steps, values, start: Optional[float] = None) -> str:
     """Where a dev curve's best point lies: "peaked" before the last evaluation (at its first one: the peak may
     lie before it), a "plateau" at the last one (within `STILL_RISING` of the evaluation before), or "still
-    rising" (the budget was too short to tell)."""
+    rising" (the budget was too short to tell). `start`, the start's STS-B dev in the curve's own read-out, says
+    of a curve best at its first evaluation whether it rose from the start there: then its peak lies between
+    the start and the second evaluation."""
     i = int(np.argmax(values))
     if i == 0 and len(values) > 1:
-        return f"peaked at {int(steps[0])}, its first evaluation"  # the peak may lie before it
+        shape = f"peaked at {int(steps[0])}, its first evaluation"  # the peak may lie before it
+        if start is not None:
+            shape += f", {'above' if values[0] > start else 'not above'} the start's {start:.2f}"
+        return shape
     if i < len(values) - 1:
         return f"peaked at {int(steps[i])}"
     if len(values) > 1 and values[-1] - values[-2] <= STILL_RISING:
@@ -1454,17 +1459,24 @@ def selected_curve_table(scores: Dict[str, Any]) -> List[str]:
     rows = selected_curve_rows(scores)
     if not rows:
         return []
+    start = _start_dev(scores)
     return ["| row | seeds | best steps | STS-B dev at best | at the last step | curve, per seed |",
             "| --- | --- | --- | --- | --- | --- |",
-            *(_curve_row(name, [_curve(e, "stsb_dev") for e in entries]) for name, entries in rows.items())]
+            *(_curve_row(name, [_curve(e, "stsb_dev") for e in entries],
+                         start if name.startswith(MEAN_POOLED_ROWS) else None) for name, entries in rows.items())]
 
 
-def _curve_row(name: str, curves) -> str:
+# The trained rows whose STS-B dev is read out as the start's (raw (mean)) is: DeCLUTR pools by the mean.
+MEAN_POOLED_ROWS = ("declutr",)
+
+
+def _curve_row(name: str, curves, start: Optional[float] = None) -> str:
     """A table row of the seeds' dev curves ((steps, values) each): the best steps, STS-B dev at the best and at
-    the last evaluation (mean ± sd), and each seed's `curve_shape`."""
+    the last evaluation (mean ± sd), and each seed's `curve_shape` (from `start`, the start's STS-B dev in the
+    same read-out, when given)."""
     return (f"| {name} | {len(curves)} | {', '.join(str(int(t[int(np.argmax(v))])) for t, v in curves)} | "
             f"{_mean_std([float(np.max(v)) for _, v in curves])} | {_mean_std([float(v[-1]) for _, v in curves])} | "
-            f"{'; '.join(curve_shape(t, v) for t, v in curves)} |")
+            f"{'; '.join(curve_shape(t, v, start) for t, v in curves)} |")
 
 
 def _start_dev(scores: Dict[str, Any]) -> Optional[float]:
@@ -1751,7 +1763,9 @@ def write_results(scores: Dict[str, Any], runs_root: str, results_dir: str, comm
         lines += ["## SimCSE and DeCLUTR over training", "",
                   "These rows evaluate STS-B dev while they train and publish their best evaluation; a curve that "
                   "peaked before its last evaluation, or flattened there, had budget enough (one that peaked at its "
-                  "first evaluation may have peaked earlier still); one still rising "
+                  "first evaluation may have peaked earlier still: a DeCLUTR row, read out by the mean as the start "
+                  "is, says whether that evaluation was above the start's, which puts its peak between the start "
+                  "and the second evaluation); one still rising "
                   f"(its last evaluation its best, by more than {STILL_RISING} points) needs more steps. "
                   "`dev_curves.png` below draws them" + start_dev_clause(scores) + ".", "",
                   *([*selected, ""] if selected else []), *uncurved]

@@ -458,14 +458,25 @@ def test_simcse_and_declutr_rows_show_whether_their_budget_let_the_dev_curve_pea
     assert curve_shape([250, 500, 750], [60.0, 63.8, 64.0]) == "plateau"
     assert curve_shape([250, 500, 750], [60.0, 62.0, 64.0]) == "still rising"
     assert curve_shape([250, 500, 750], [64.0, 62.0, 63.0]) == "peaked at 250, its first evaluation"
+    # Beside the start's STS-B dev in the same read-out, a curve best at its first evaluation says whether it rose.
+    assert curve_shape([250, 500], [64.0, 62.0], 60.0) == "peaked at 250, its first evaluation, above the start's 60.00"
+    assert curve_shape([250, 500], [59.0, 58.0], 60.0) == ("peaked at 250, its first evaluation, not above the "
+                                                            "start's 60.00")
+    assert curve_shape([250, 500, 750], [60.0, 64.0, 63.0], 61.0) == "peaked at 500"
     scores = {"raw (mean)": {"sts_avg": 50.0, "stsb_dev": 59.0}}
     for seed in range(3):
         rising = [[s, 55.0 + s / 250 + seed] for s in (250, 500, 750, 1000)]
         scores[f"declutr contrastive + MLM seed {seed}"] = {"sts_avg": 52.0, "stsb_dev": 60.0,
                                                             "curves": {"stsb_dev": rising}}
         scores[f"simcse unsup seed {seed}"] = {"sts_avg": 57.0, "stsb_dev": 63.0, "curves": _curves(500, seed)}
+        # Best at its first evaluation: a DeCLUTR row (read out by the mean, as the start) says it rose from it.
+        scores[f"declutr MLM only seed {seed}"] = {"sts_avg": 51.0, "stsb_dev": 61.0,
+                                                   "curves": {"stsb_dev": [[250, 61.0 - seed], [500, 57.0]]}}
     _write_page(tmp_path, scores, "5")
     page = (tmp_path / "page" / "README.md").read_text()
+    assert ("| declutr MLM only | 3 | 250, 250, 250 | 60.00 ± 1.00 | 57.00 ± 0.00 | peaked at 250, its first "
+            "evaluation, above the start's 59.00; peaked at 250, its first evaluation, above the start's 59.00; "
+            "peaked at 250, its first evaluation, not above the start's 59.00 |") in page
     assert "## SimCSE and DeCLUTR over training" in page
     assert "`dev_curves.png` below draws them, beside the start's STS-B dev (raw (mean), 59.00, dashed)." in page
     assert ("| simcse unsup | 3 | 500, 500, 500 | 66.00 ± 1.00 | 61.00 ± 1.00 | "
