@@ -877,7 +877,8 @@ def run_seconds(entry: Dict[str, Any]) -> Optional[float]:
     """A trained row's training time: its run's total over every piece of a resumed run, STS-B dev evaluations
     during training included (the training loop's `seconds`), where its metrics record one; else the wall time of
     its last piece (`train_seconds`); None for an entry that trained nothing."""
-    total = (entry.get("metrics") or {}).get("seconds") if isinstance(entry.get("metrics"), dict) else None
+    metrics = entry.get("metrics")
+    total = metrics.get("seconds") if isinstance(metrics, dict) else None
     return float(total) if total is not None else entry.get("train_seconds")
 
 
@@ -1466,7 +1467,7 @@ def selected_curve_table(scores: Dict[str, Any]) -> List[str]:
                          start if name.startswith(MEAN_POOLED_ROWS) else None) for name, entries in rows.items())]
 
 
-# The trained rows whose STS-B dev is read out as the start's (raw (mean)) is: DeCLUTR pools by the mean.
+# The trained rows whose STS-B dev is read out as the start's (raw (mean)) is: DeCLUTR's, mean-pooled.
 MEAN_POOLED_ROWS = ("declutr",)
 
 
