@@ -256,6 +256,12 @@ class Ladder:
         return (trained.get("run") == run and trained.get("run_id") is not None and "sts_avg" in entry
                 and entry.get("model_id") == trained["run_id"])
 
+    def models(self, name: str) -> List[str]:
+        """The published models of the run `name` here, oldest first (none where this machine never trained it or
+        no longer holds it)."""
+        models = os.path.join(self.root, "runs", name, "model")
+        return sorted(d for d in os.listdir(models) if not d.startswith(".")) if os.path.isdir(models) else []
+
     def run(self, name: str, method: str, settings: Dict[str, Any], evaluator=None, row: str = None,
             after_step=None) -> str:
         """Trains (or reuses, or resumes) the run `name`; returns its model directory.
@@ -270,7 +276,7 @@ class Ladder:
         row = row or name
         root = os.path.join(self.root, "runs", name)
         models = os.path.join(root, "model")
-        done = sorted(d for d in os.listdir(models) if not d.startswith(".")) if os.path.isdir(models) else []
+        done = self.models(name)
         if done:
             trained = self.scores.get(name, {})
             if row != name and "run_id" in trained and self.scores.get(row, {}).get("run") != name:
@@ -825,6 +831,21 @@ def probe_missing_rows(ladder: Ladder, raw: str, lr: float, seeds: List[int], si
                                probe_steps=FLAGS.probe_steps)
         if family == "trans_encoder":
             not_run[family]["budget"] = budget_of_te()
+            # Each row starts from its seed's SimCSE unsup model: one this machine no longer holds (a fresh
+            # machine keeps the page's scores, not its models) is trained again first.
+            starts = []
+            for row in missing:
+                start = f"simcse unsup seed {row.rsplit(' ', 1)[1]}"
+                run = ladder.scores.get(start, {}).get("run") or simcse_run(
+                    "unsup", int(row.rsplit(" ", 1)[1]), FLAGS.simcse_steps)
+                if not ladder.models(run):
+                    starts.append(start)
+            if starts:
+                method_of_start, settings_of_start = plan["simcse unsup"][:2]
+                not_run[family]["starts"] = dict(
+                    rows=starts, steps=FLAGS.simcse_steps, cycles=1, probe_steps=FLAGS.probe_steps,
+                    seconds_per_step=ladder.probe("simcse unsup", method_of_start, settings_of_start,
+                                                  FLAGS.probe_steps))
         not_run[family]["seconds_per_row"] = round(row_seconds(not_run[family], steps), 1)
     ladder.scores["_not_run"] = not_run
     ladder._save("_not_run")
@@ -926,6 +947,23 @@ def trained_seconds(scores: Dict[str, Any], family: str, budget=None) -> List[fl
     return list(found.values())
 
 
+def _starts_words(scores: Dict[str, Any], probe: Dict[str, Any], starts: List[str], steps: Optional[int]) -> str:
+    """The sentence of a Trans-Encoder family's account on the SimCSE unsup models `starts` that its rows start
+    from and this machine no longer holds (`probe`: their probe, as `probe_missing_rows` keeps it)."""
+    per = sum(probe["seconds_per_step"].values())
+    seconds = row_seconds(probe, probe["steps"]) * len(starts)
+    whose = "Their SimCSE unsup starts" if len(starts) > 1 else "Its SimCSE unsup start"
+    words = (f"{whose} ({', '.join(starts)}) {'are' if len(starts) > 1 else 'is'} not on this machine and "
+             f"{'are' if len(starts) > 1 else 'is'} trained again first: {probe['steps']} steps at {per:.3g} s per "
+             f"step each, about {seconds / 3600:.1f} h")
+    trained = trained_seconds(scores, "simcse unsup", steps or probe["steps"])
+    if trained:
+        median = float(np.median(trained))
+        words += (f"; the {len(trained)} simcse unsup rows trained at this budget took a median of "
+                  f"{median / 60:.0f} minutes each: about {median * len(starts) / 3600:.1f} h")
+    return words + "."
+
+
 def not_run_lines(scores: Dict[str, Any], budgets: Optional[Dict[str, Any]] = None) -> List[str]:
     """The page's account of the planned rows not run yet, with the training time they would need here: the
     rows of the last probe (`_not_run`) less those scored since. `budgets` ({family: steps}) are this
@@ -974,6 +1012,14 @@ def not_run_lines(scores: Dict[str, Any], budgets: Optional[Dict[str, Any]] = No
                      f" h for these.")
         else:
             measured_total += seconds
+        starts = [start for start in entry.get("starts", {}).get("rows", [])
+                  if f"trans_encoder seed {start.rsplit(' ', 1)[1]}" in entry["rows"]]
+        if starts:
+            line += " " + _starts_words(scores, entry["starts"], starts, budgets.get("simcse unsup"))
+            first = row_seconds(entry["starts"], entry["starts"]["steps"]) * len(starts)
+            trained = trained_seconds(scores, "simcse unsup", budgets.get("simcse unsup", entry["starts"]["steps"]))
+            total += first
+            measured_total += float(np.median(trained)) * len(starts) if trained else first
         lines.append(line)
     lines += ["", f"In all: about {total / 3600:.1f} h of training on this machine"
               + (f"; about {measured_total / 3600:.1f} h at the time the rows already trained took."

@@ -724,3 +724,52 @@ def test_simcse_and_trans_encoder_rows_a_page_finished_at_this_budget_are_not_tr
     assert reproduce.te_budget(2, 1, 3, 500) == "2 cycles, 1 cross-encoder and 3 bi-encoder epochs of at most 500 steps"
     assert reproduce.simcse_run("sup", 2, 4000) == "simcse sup 4000 steps seed 2"
     assert reproduce.simcse_run("sup", 2, 4000, 3e-4) == "simcse sup lr 0.0003 seed 2"
+
+
+def test_a_trans_encoder_row_whose_simcse_start_is_gone_counts_its_retraining_in_the_not_run_account(
+        tmp_path, monkeypatch):
+    """A fresh machine keeps the page's scores, not its models: the Trans-Encoder rows not run yet whose SimCSE
+    unsup model is not here train it again first, and the page's account says so and counts its time."""
+    from bench import reproduce
+
+    ladder = reproduce.Ladder(str(tmp_path / "ladder"), "unused")
+    for seed in (0, 1):
+        ladder.scores[f"simcse unsup seed {seed}"] = {"run": f"simcse unsup 4000 steps seed {seed}",
+                                                      "run_id": f"U{seed}", "sts_avg": 50.0,
+                                                      "metrics": {"seconds": 3600.0}}
+        ladder._save(f"simcse unsup seed {seed}")
+    # Seed 1's model is still on this machine; seed 0's is not.
+    os.makedirs(tmp_path / "ladder" / "runs" / "simcse unsup 4000 steps seed 1" / "model" / "20261203-000000")
+    assert ladder.models("simcse unsup 4000 steps seed 1") == ["20261203-000000"]
+    assert ladder.models("simcse unsup 4000 steps seed 0") == []
+    probed = []
+
+    def probe(self, name, method, settings, steps):
+        probed.append(name)
+        return {"cycle1_cross_a": 1.0, "cycle1_bi_a": 0.5} if name == "trans_encoder" else {"": 0.9}
+
+    monkeypatch.setattr(reproduce.Ladder, "probe", probe)
+    monkeypatch.setattr(reproduce, "te_phase_steps", lambda settings, data_path: {"cross": 300, "bi": 200})
+    with parsed_flags(reproduce.define_flags, ["--simcse_steps=4000", "--seeds=0,1", "--percentages=5",
+                                               "--probe_steps=30"]):
+        reproduce.probe_missing_rows(ladder, "raw", 1e-4, [0, 1], {})
+        budget = reproduce.budget_of_te()
+    te = ladder.scores["_not_run"]["trans_encoder"]
+    assert te["rows"] == ["trans_encoder seed 0", "trans_encoder seed 1"]
+    assert te["starts"] == dict(rows=["simcse unsup seed 0"], steps=4000, cycles=1, probe_steps=30,
+                                seconds_per_step={"": 0.9})
+    lines = reproduce.not_run_lines({**ladder.scores, "_not_run": {"trans_encoder": te}},
+                                    {"simcse unsup": 4000, "trans_encoder": budget})
+    te_line = next(line for line in lines if line.startswith("- trans_encoder:"))
+    # 2 rows x 2 cycles x (300 x 1 + 200 x 0.5) s, then seed 0's start: 4000 x 0.9 s, as its rows took 60 minutes.
+    assert te_line.endswith("about 0.4 h of training in all. Its SimCSE unsup start (simcse unsup seed 0) is not "
+                            "on this machine and is trained again first: 4000 steps at 0.9 s per step each, about "
+                            "1.0 h; the 2 simcse unsup rows trained at this budget took a median of 60 minutes "
+                            "each: about 1.0 h.")
+    assert "In all: about 1.4 h of training on this machine." in lines
+    # Once seed 0's row is scored, its start leaves the account with it.
+    ladder.scores["trans_encoder seed 0"] = {"run": reproduce.te_run(budget, 0)}
+    ladder.scores["trans_encoder bi seed 0"] = {"sts_avg": 50.0}
+    te_line = next(line for line in reproduce.not_run_lines(ladder.scores, {"trans_encoder": budget})
+                   if line.startswith("- trans_encoder:"))
+    assert "SimCSE unsup start" not in te_line
