@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from absl import flags, logging
 
@@ -835,10 +835,10 @@ def probe_missing_rows(ladder: Ladder, raw: str, lr: float, seeds: List[int], si
             # machine keeps the page's scores, not its models) is trained again first.
             starts = []
             for row in missing:
-                start = f"simcse unsup seed {row.rsplit(' ', 1)[1]}"
-                run = ladder.scores.get(start, {}).get("run") or simcse_run(
-                    "unsup", int(row.rsplit(" ", 1)[1]), FLAGS.simcse_steps)
-                if not ladder.models(run):
+                seed = int(row.rsplit(" ", 1)[1])
+                start = f"simcse unsup seed {seed}"
+                if not ladder.models(ladder.scores.get(start, {}).get("run")
+                                     or simcse_run("unsup", seed, FLAGS.simcse_steps)):
                     starts.append(start)
             if starts:
                 method_of_start, settings_of_start = plan["simcse unsup"][:2]
@@ -947,21 +947,25 @@ def trained_seconds(scores: Dict[str, Any], family: str, budget=None) -> List[fl
     return list(found.values())
 
 
-def _starts_words(scores: Dict[str, Any], probe: Dict[str, Any], starts: List[str], steps: Optional[int]) -> str:
-    """The sentence of a Trans-Encoder family's account on the SimCSE unsup models `starts` that its rows start
-    from and this machine no longer holds (`probe`: their probe, as `probe_missing_rows` keeps it)."""
+def _starts_account(scores: Dict[str, Any], probe: Dict[str, Any], starts: List[str],
+                    steps: Optional[int]) -> Tuple[str, float, float]:
+    """(sentence, probe's seconds, seconds at the pace of trained rows) of a Trans-Encoder family's account on the
+    SimCSE unsup models `starts` that its rows start from and this machine no longer holds (`probe`: their probe,
+    as `probe_missing_rows` keeps it); the pace falls back to the probe's where no simcse unsup row is trained."""
     per = sum(probe["seconds_per_step"].values())
     seconds = row_seconds(probe, probe["steps"]) * len(starts)
-    whose = "Their SimCSE unsup starts" if len(starts) > 1 else "Its SimCSE unsup start"
-    words = (f"{whose} ({', '.join(starts)}) {'are' if len(starts) > 1 else 'is'} not on this machine and "
-             f"{'are' if len(starts) > 1 else 'is'} trained again first: {probe['steps']} steps at {per:.3g} s per "
-             f"step each, about {seconds / 3600:.1f} h")
+    many = len(starts) > 1
+    words = (f"{'Their SimCSE unsup starts' if many else 'Its SimCSE unsup start'} ({', '.join(starts)}) "
+             f"{'are' if many else 'is'} not on this machine and {'are' if many else 'is'} trained again first: "
+             f"{probe['steps']} steps at {per:.3g} s per step each, about {seconds / 3600:.1f} h")
     trained = trained_seconds(scores, "simcse unsup", steps or probe["steps"])
+    measured = seconds
     if trained:
         median = float(np.median(trained))
+        measured = median * len(starts)
         words += (f"; the {len(trained)} simcse unsup rows trained at this budget took a median of "
-                  f"{median / 60:.0f} minutes each: about {median * len(starts) / 3600:.1f} h")
-    return words + "."
+                  f"{median / 60:.0f} minutes each: about {measured / 3600:.1f} h")
+    return words + ".", seconds, measured
 
 
 def not_run_lines(scores: Dict[str, Any], budgets: Optional[Dict[str, Any]] = None) -> List[str]:
@@ -1015,11 +1019,10 @@ def not_run_lines(scores: Dict[str, Any], budgets: Optional[Dict[str, Any]] = No
         starts = [start for start in entry.get("starts", {}).get("rows", [])
                   if f"trans_encoder seed {start.rsplit(' ', 1)[1]}" in entry["rows"]]
         if starts:
-            line += " " + _starts_words(scores, entry["starts"], starts, budgets.get("simcse unsup"))
-            first = row_seconds(entry["starts"], entry["starts"]["steps"]) * len(starts)
-            trained = trained_seconds(scores, "simcse unsup", budgets.get("simcse unsup", entry["starts"]["steps"]))
+            words, first, at_pace = _starts_account(scores, entry["starts"], starts, budgets.get("simcse unsup"))
+            line += " " + words
             total += first
-            measured_total += float(np.median(trained)) * len(starts) if trained else first
+            measured_total += at_pace
         lines.append(line)
     lines += ["", f"In all: about {total / 3600:.1f} h of training on this machine"
               + (f"; about {measured_total / 3600:.1f} h at the time the rows already trained took."

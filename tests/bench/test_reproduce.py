@@ -742,10 +742,7 @@ def test_a_trans_encoder_row_whose_simcse_start_is_gone_counts_its_retraining_in
     os.makedirs(tmp_path / "ladder" / "runs" / "simcse unsup 4000 steps seed 1" / "model" / "20261203-000000")
     assert ladder.models("simcse unsup 4000 steps seed 1") == ["20261203-000000"]
     assert ladder.models("simcse unsup 4000 steps seed 0") == []
-    probed = []
-
     def probe(self, name, method, settings, steps):
-        probed.append(name)
         return {"cycle1_cross_a": 1.0, "cycle1_bi_a": 0.5} if name == "trans_encoder" else {"": 0.9}
 
     monkeypatch.setattr(reproduce.Ladder, "probe", probe)
