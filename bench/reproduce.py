@@ -1250,7 +1250,12 @@ def claims(scores: Dict[str, Any], percentages: List[str],
                   for d in verdicts.degenerate_cycles(e.get("phases", []))]
     for kind in ("bi", "cross"):
         claim = f"Trans-Encoder {kind}-encoder above its SimCSE start"
-        verdict = verdicts.above(claim, r(f"trans_encoder {kind}"), r("simcse unsup"))
+        # Seed s of a Trans-Encoder row starts from SimCSE unsup seed s: the claim pairs them (rule 7).
+        pairs = [(e["sts_avg"], scores[start]["sts_avg"]) for name, e in sorted(scores.items())
+                 if name.startswith(f"trans_encoder {kind} seed ") and isinstance(e, dict) and "sts_avg" in e
+                 for start in [f"simcse unsup seed {name.rsplit(' ', 1)[1]}"]
+                 if isinstance(scores.get(start), dict) and "sts_avg" in scores[start]]
+        verdict = verdicts.above_start(claim, r(f"trans_encoder {kind}"), r("simcse unsup"), pairs)
         if degenerate and verdict.outcome != verdicts.NOT_RUN:
             verdict = verdicts.Verdict(claim, verdicts.NOT_TESTABLE,
                                        f"{verdict.detail}; degenerate: {'; '.join(degenerate)}")

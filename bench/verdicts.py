@@ -18,13 +18,17 @@ row it needs has no score yet). The rules, as `RULES` states them on the results
 6. A SimCSE claim is NOT TESTABLE HERE when a run of a row it compares collapsed: its training loss
    ended within `COLLAPSE_SHARE` of the chance level ln(candidates), the loss of embeddings that tell
    no candidate from another (every sentence equally similar to all of them).
+7. A claim "A above the model it started from" (a Trans-Encoder row above its SimCSE start) pairs
+   each seed of A with the seed of B it was trained from: d = mean(A_s - B_s), se = sd(A_s - B_s) /
+   sqrt(n), with the thresholds of rule 2 and at least `MIN_SEEDS` pairs. The start's spread between
+   seeds is not noise in such a comparison, so it does not widen the se.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 HELD, NOT_HELD, NOT_TESTABLE, NOT_RUN = "HELD", "DID NOT HOLD", "NOT TESTABLE HERE", "NOT RUN"
 MIN_SEEDS = 3
@@ -42,7 +46,9 @@ RULES = (
     f"below {DEGENERATE_SHARE:g} of the bi-encoder's cosine spread (degenerate); a SimCSE claim is NOT TESTABLE "
     f"HERE when a run it compares collapsed: its training loss ended within {100 * COLLAPSE_SHARE:g} % of the "
     "chance level ln(candidates), where no candidate is told from another; a claim over several label "
-    "percentages holds when every part holds and fails when any part fails.")
+    "percentages holds when every part holds and fails when any part fails; a claim that a model is above the "
+    "one it started from pairs each seed with its own start: d = mean(A_s - B_s) against "
+    "se = sd(A_s - B_s)/sqrt(n), with the same thresholds.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,6 +134,31 @@ def above(claim: str, a: Optional[Row], b: Optional[Row], margin: float = 0.0,
     if abs(excess) <= se:
         return Verdict(claim, NOT_TESTABLE, f"{numbers}; |{excess:+.2f}| against the margin is within the seed se")
     return Verdict(claim, HELD if excess > 0 else NOT_HELD, numbers)
+
+
+def above_start(claim: str, a: Optional[Row], b: Optional[Row], pairs: Sequence[Tuple[float, float]]) -> Verdict:
+    """Rule 7: "`a` above the model it started from", paired by seed.
+
+    Args:
+        claim: str.
+        a, b: Row or None. The trained rows (for their description; None: not run yet).
+        pairs: sequence of (a_s, b_s). Each seed of `a` with the score of the seed of `b` it started from.
+    """
+    if a is None or b is None or not pairs:
+        missing = [name for name, row in (("A", a), ("B", b)) if row is None] or ["a seed of A with its start"]
+        return Verdict(claim, NOT_RUN, f"no score yet for {' and '.join(missing)}")
+    diffs = [x - y for x, y in pairs]
+    d = sum(diffs) / len(diffs)
+    sd = math.sqrt(sum((v - d) ** 2 for v in diffs) / (len(diffs) - 1)) if len(diffs) > 1 else 0.0
+    se = sd / math.sqrt(len(diffs))
+    numbers = (f"{a.name} {a.describe()} vs {b.name} {b.describe()}; paired with its own start, seed by seed: "
+               f"{', '.join(f'{v:+.2f}' for v in diffs)}; mean difference {d:+.2f}, paired se {se:.2f}")
+    if len(diffs) < MIN_SEEDS:
+        return Verdict(claim, NOT_TESTABLE, f"{numbers}; fewer than {MIN_SEEDS} seeds paired with their start: "
+                                            f"{len(diffs)} seed{'s' if len(diffs) != 1 else ''}")
+    if abs(d) <= se:
+        return Verdict(claim, NOT_TESTABLE, f"{numbers}; |{d:+.2f}| is within the paired se")
+    return Verdict(claim, HELD if d > 0 else NOT_HELD, numbers)
 
 
 def all_of(claim: str, parts: Sequence[Verdict]) -> Verdict:

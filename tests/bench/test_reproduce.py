@@ -770,3 +770,19 @@ def test_a_trans_encoder_row_whose_simcse_start_is_gone_counts_its_retraining_in
     te_line = next(line for line in reproduce.not_run_lines(ladder.scores, {"trans_encoder": budget})
                    if line.startswith("- trans_encoder:"))
     assert "SimCSE unsup start" not in te_line
+
+
+def test_a_trans_encoder_claim_pairs_each_seed_with_the_simcse_model_it_started_from():
+    from bench import reproduce
+
+    scores = {"raw (mean)": {"sts_avg": 50.0, "stsb_dev": 59.0}}
+    for seed, (start, bi) in enumerate([(56.9, 54.2), (56.8, 53.5), (50.0, 48.1)]):
+        scores[f"simcse unsup seed {seed}"] = {"sts_avg": start, "stsb_dev": 60.0}
+        scores[f"trans_encoder bi seed {seed}"] = {"sts_avg": bi, "stsb_dev": 60.0}
+        scores[f"trans_encoder cross seed {seed}"] = {"sts_avg": start + 1.0 + seed / 10, "stsb_dev": 50.0}
+    scores["simcse unsup seed 3"] = {"sts_avg": 30.0, "stsb_dev": 40.0}  # no Trans-Encoder row: left out
+    found = {v.claim: v for v in reproduce.claims(scores, ["5"])}
+    bi = found["Trans-Encoder bi-encoder above its SimCSE start"]
+    assert bi.outcome == "DID NOT HOLD"
+    assert "seed by seed: -2.70, -3.30, -1.90" in bi.detail and "(4 seeds)" in bi.detail
+    assert found["Trans-Encoder cross-encoder above its SimCSE start"].outcome == "HELD"

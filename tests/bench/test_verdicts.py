@@ -93,3 +93,22 @@ def test_a_contrastive_run_whose_loss_ends_at_chance_collapsed():
     assert verdicts.collapsed(4.80, 128)  # within 2 % below chance: still nothing learned
     assert verdicts.collapsed(4.0, 128) == "" and verdicts.collapsed(0.1, 64) == ""
     assert verdicts.collapsed(None, 64) == ""
+
+
+def test_a_model_above_its_start_is_judged_seed_by_seed_against_its_own_start():
+    """Starts that differ a lot between seeds, and a model a steady 2 points below its own start in every seed:
+    unpaired, the start's spread hides it (NOT TESTABLE); paired, it DID NOT HOLD."""
+    starts = seeds("simcse unsup", 56.9, 56.8, 50.0)
+    trained = seeds("trans_encoder bi", 54.7, 54.9, 48.1)
+    pairs = list(zip(trained.values, starts.values))
+    assert verdicts.above("unpaired", trained, starts).outcome == NOT_TESTABLE
+    v = verdicts.above_start("paired", trained, starts, pairs)
+    assert v.outcome == NOT_HELD
+    assert "seed by seed: -2.20, -1.90, -1.90" in v.detail and "mean difference -2.00, paired se 0.10" in v.detail
+    above = [(b + d, b) for b, d in zip(starts.values, (1.0, 3.0, -1.5))]  # mean +0.83, se 1.30: within
+    assert verdicts.above_start("noisy", trained, starts, above).outcome == NOT_TESTABLE
+    steady = [(b + d, b) for b, d in zip(starts.values, (1.0, 1.2, 0.9))]
+    assert verdicts.above_start("up", trained, starts, steady).outcome == HELD
+    few = verdicts.above_start("two", trained, starts, pairs[:2])
+    assert few.outcome == NOT_TESTABLE and "fewer than 3 seeds paired with their start: 2 seeds" in few.detail
+    assert verdicts.above_start("none", None, starts, []).outcome == NOT_RUN
