@@ -30,7 +30,7 @@ from common import quiet
 from common.errors import UserError
 
 # The release: the newest section of CHANGELOG.md and pyproject.toml's version say the same (a test checks).
-__version__ = "0.6.14"
+__version__ = "0.6.15"
 
 # The public names looked up when first used, and the module each lives in.
 _API = {"SentenceModel": "common.api", "similarity": "common.api", "SentenceEncoder": "common.models.encoder"}
