@@ -1169,13 +1169,23 @@ def report(scores: Dict[str, Any]) -> str:
     """The results table (trained rows as mean ± sd over seeds)."""
     lines = ["| model | seeds | STS avg | STS-B dev | SentEval avg | train s |",
              "| --- | --- | --- | --- | --- | --- |"]
+    # A row read out of a run that is no row of its own (a Trans-Encoder run's bi- and cross-encoder) takes
+    # that run's training time; a read-out of another row (mean pooling of a SimCSE model) trained nothing.
+    entries_of_runs = [e for e in scores.values() if isinstance(e, dict) and e.get("run_id")]
+    rows = {e["run_id"] for e in entries_of_runs if "sts_avg" in e}
+    runs = {e["run_id"]: e for e in entries_of_runs if e["run_id"] not in rows}
+
+    def seconds_of(entry):
+        own = run_seconds(entry)
+        return own if own is not None or entry.get("model_id") not in runs else run_seconds(runs[entry["model_id"]])
+
     for name, entries in _groups(scores).items():
         cells = []
         for key in ("sts_avg", "stsb_dev", "senteval_avg"):
             values = [e[key] for e in entries if e.get(key) is not None]
             note = f" ({len(values)} seed)" if 0 < len(values) < len(entries) else ""
             cells.append(_mean_std(values) + note if values else "-")
-        seconds = [run_seconds(e) for e in entries if run_seconds(e) is not None]
+        seconds = [seconds_of(e) for e in entries if seconds_of(e) is not None]
         cells.append(f"{np.median(seconds):.0f}" if seconds else "-")
         seeds = "fixed" if _fixed(name) else str(len(entries))
         lines.append(f"| {name} | {seeds} | " + " | ".join(cells) + " |")

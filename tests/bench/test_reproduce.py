@@ -786,3 +786,19 @@ def test_a_trans_encoder_claim_pairs_each_seed_with_the_simcse_model_it_started_
     assert bi.outcome == "DID NOT HOLD"
     assert "seed by seed: -2.70, -3.30, -1.90" in bi.detail and "(4 seeds)" in bi.detail
     assert found["Trans-Encoder cross-encoder above its SimCSE start"].outcome == "HELD"
+
+
+def test_a_trans_encoder_row_in_the_table_takes_its_runs_training_time():
+    from bench import reproduce
+
+    # The SimCSE run is recorded under its run's name too, as the ladder does, without scores.
+    scores = {"simcse unsup seed 0": {"run_id": "S0", "model_id": "S0", "train_seconds": 100.0, "sts_avg": 50.0},
+              "simcse unsup 4000 steps seed 0": {"run_id": "S0", "train_seconds": 100.0},
+              "simcse unsup (mean pooling) seed 0": {"model_id": "S0", "sts_avg": 52.0},
+              "trans_encoder seed 0": {"run_id": "T0", "train_seconds": 2730.9},
+              "trans_encoder bi seed 0": {"model_id": "T0", "sts_avg": 54.0},
+              "trans_encoder cross seed 0": {"model_id": "T0", "sts_avg": 47.0}}
+    table = {line.split(" | ")[0][2:]: line.split(" | ")[-1].rstrip(" |") for line in
+             reproduce.report(scores).splitlines()[2:]}
+    assert table == {"simcse unsup": "100", "simcse unsup (mean pooling)": "-", "trans_encoder bi": "2731",
+                     "trans_encoder cross": "2731"}
