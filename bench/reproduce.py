@@ -836,7 +836,7 @@ def probe_missing_rows(ladder: Ladder, raw: str, lr: float, seeds: List[int], si
             starts = []
             for row in missing:
                 seed = int(row.rsplit(" ", 1)[1])
-                start = f"simcse unsup seed {seed}"
+                start = te_start(seed)
                 if not ladder.models(ladder.scores.get(start, {}).get("run")
                                      or simcse_run("unsup", seed, FLAGS.simcse_steps)):
                     starts.append(start)
@@ -892,6 +892,11 @@ def at_budget(scores: Dict[str, Any], steps: int, te_budget_words: Optional[str]
             continue
         kept[name] = entry
     return kept, sorted(other) + sorted(other_te)
+
+
+def te_start(seed: int) -> str:
+    """The SimCSE unsup row whose model Trans-Encoder seed `seed` starts from."""
+    return f"simcse unsup seed {seed}"
 
 
 def run_seconds(entry: Dict[str, Any]) -> Optional[float]:
@@ -1185,7 +1190,7 @@ def report(scores: Dict[str, Any]) -> str:
             values = [e[key] for e in entries if e.get(key) is not None]
             note = f" ({len(values)} seed)" if 0 < len(values) < len(entries) else ""
             cells.append(_mean_std(values) + note if values else "-")
-        seconds = [seconds_of(e) for e in entries if seconds_of(e) is not None]
+        seconds = [t for t in map(seconds_of, entries) if t is not None]
         cells.append(f"{np.median(seconds):.0f}" if seconds else "-")
         seeds = "fixed" if _fixed(name) else str(len(entries))
         lines.append(f"| {name} | {seeds} | " + " | ".join(cells) + " |")
@@ -1260,11 +1265,12 @@ def claims(scores: Dict[str, Any], percentages: List[str],
                   for d in verdicts.degenerate_cycles(e.get("phases", []))]
     for kind in ("bi", "cross"):
         claim = f"Trans-Encoder {kind}-encoder above its SimCSE start"
-        # Seed s of a Trans-Encoder row starts from SimCSE unsup seed s: the claim pairs them (rule 7).
-        pairs = [(e["sts_avg"], scores[start]["sts_avg"]) for name, e in sorted(scores.items())
-                 if name.startswith(f"trans_encoder {kind} seed ") and isinstance(e, dict) and "sts_avg" in e
-                 for start in [f"simcse unsup seed {name.rsplit(' ', 1)[1]}"]
-                 if isinstance(scores.get(start), dict) and "sts_avg" in scores[start]]
+        pairs = []  # each seed with the SimCSE model it started from (rule 7)
+        for name, entry in sorted(scores.items()):
+            start = scores.get(te_start(int(name.rsplit(" ", 1)[1]))) if name.startswith(
+                f"trans_encoder {kind} seed ") else None
+            if isinstance(start, dict) and "sts_avg" in start and "sts_avg" in entry:
+                pairs.append((entry["sts_avg"], start["sts_avg"]))
         verdict = verdicts.above_start(claim, r(f"trans_encoder {kind}"), r("simcse unsup"), pairs)
         if degenerate and verdict.outcome != verdicts.NOT_RUN:
             verdict = verdicts.Verdict(claim, verdicts.NOT_TESTABLE,

@@ -147,15 +147,13 @@ def above_start(claim: str, a: Optional[Row], b: Optional[Row], pairs: Sequence[
     if a is None or b is None or not pairs:
         missing = [name for name, row in (("A", a), ("B", b)) if row is None] or ["a seed of A with its start"]
         return Verdict(claim, NOT_RUN, f"no score yet for {' and '.join(missing)}")
-    diffs = [x - y for x, y in pairs]
-    d = sum(diffs) / len(diffs)
-    sd = math.sqrt(sum((v - d) ** 2 for v in diffs) / (len(diffs) - 1)) if len(diffs) > 1 else 0.0
-    se = sd / math.sqrt(len(diffs))
+    diffs = Row("paired differences", [x - y for x, y in pairs])
+    d, se = diffs.mean, diffs.sd / math.sqrt(diffs.n)
     numbers = (f"{a.name} {a.describe()} vs {b.name} {b.describe()}; paired with its own start, seed by seed: "
-               f"{', '.join(f'{v:+.2f}' for v in diffs)}; mean difference {d:+.2f}, paired se {se:.2f}")
-    if len(diffs) < MIN_SEEDS:
+               f"{', '.join(f'{v:+.2f}' for v in diffs.values)}; mean difference {d:+.2f}, paired se {se:.2f}")
+    if diffs.n < MIN_SEEDS:
         return Verdict(claim, NOT_TESTABLE, f"{numbers}; fewer than {MIN_SEEDS} seeds paired with their start: "
-                                            f"{len(diffs)} seed{'s' if len(diffs) != 1 else ''}")
+                                            f"{diffs.n} seed{'s' if diffs.n != 1 else ''}")
     if abs(d) <= se:
         return Verdict(claim, NOT_TESTABLE, f"{numbers}; |{d:+.2f}| is within the paired se")
     return Verdict(claim, HELD if d > 0 else NOT_HELD, numbers)
